@@ -1,0 +1,1 @@
+"""logmine: typed events from SGLang journals and coding-agent transcripts, in DuckDB."""

@@ -1,0 +1,1 @@
+"""Format knowledge: each module reads one input format and knows nothing about storage."""

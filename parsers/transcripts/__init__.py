@@ -1,0 +1,1 @@
+"""Readers for coding-agent session transcripts (opencode, Claude Code, Codex)."""

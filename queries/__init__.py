@@ -1,0 +1,1 @@
+"""Named SQL queries, one document per file."""
