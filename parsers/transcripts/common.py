@@ -1,0 +1,144 @@
+"""Helpers shared by the transcript readers: time parsing, (compressed) JSONL iteration."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import uuid
+from collections.abc import Iterable, Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, Any
+
+from .model import ParseProblem
+
+SNIFF_BYTES = 64 * 1024
+_EPOCH_MS_THRESHOLD = 1e11  # numbers above this are epoch milliseconds, below are seconds
+
+
+def parse_timestamp(value: Any) -> datetime | None:
+    """ISO-8601 strings (Claude, Codex) and epoch ms numbers (opencode) to aware UTC datetimes."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        seconds = value / 1000 if value > _EPOCH_MS_THRESHOLD else value
+        return datetime.fromtimestamp(seconds, tz=timezone.utc)
+    if isinstance(value, str) and value:
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=timezone.utc)
+        return parsed.astimezone(timezone.utc)
+    return None
+
+
+def seconds_between(start: datetime | None, end: datetime | None) -> float | None:
+    if start is None or end is None:
+        return None
+    return (end - start).total_seconds()
+
+
+def uuid7_time(value: str | None) -> datetime | None:
+    """Creation time embedded in a UUIDv7 (Codex thread and turn ids), else None."""
+    try:
+        parsed = uuid.UUID(str(value))
+    except (ValueError, TypeError):
+        return None
+    if parsed.version != 7:
+        return None
+    return parse_timestamp(parsed.int >> 80)
+
+
+def as_int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def join_texts(texts: Iterable[str | None]) -> str:
+    return "\n".join(t for t in texts if t)
+
+
+def content_text(content: Any) -> str:
+    """Text of a string or of a list of content items ({type: text|output_text|input_text, text})."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return join_texts(item.get("text") for item in content if isinstance(item, dict))
+    return ""
+
+
+_EXIT_PATTERNS = (
+    re.compile(r"^Exit code (-?\d+)", re.MULTILINE),  # Claude Code Bash failures
+    re.compile(r"Process exited with code (-?\d+)"),  # Codex exec_command
+)
+
+
+def exit_code_from_text(text: str | None) -> int | None:
+    if not text:
+        return None
+    for pattern in _EXIT_PATTERNS:
+        match = pattern.search(text)
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def is_zstd(path: Path) -> bool:
+    return path.name.endswith(".zst")
+
+
+def open_text(path: Path) -> IO[str]:
+    """Open a text file, decompressing .zst on the fly (streaming, never fully in memory)."""
+    if is_zstd(path):
+        import zstandard
+
+        raw = path.open("rb")
+        reader = zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
+        return io.TextIOWrapper(reader, encoding="utf-8", errors="replace")
+    return path.open("r", encoding="utf-8", errors="replace")
+
+
+def read_head(path: Path, size: int = SNIFF_BYTES) -> bytes:
+    """The first `size` bytes of the (decompressed) file: used for cheap format sniffing."""
+    if is_zstd(path):
+        import zstandard
+
+        with path.open("rb") as raw, zstandard.ZstdDecompressor().stream_reader(raw) as reader:
+            try:
+                return reader.read(size)
+            except zstandard.ZstdError:
+                return b""
+    with path.open("rb") as handle:
+        return handle.read(size)
+
+
+def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]] | ParseProblem]:
+    """(line number, object) for each JSON-object line; a ParseProblem for malformed ones."""
+    with open_text(path) as handle:
+        for line_no, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield ParseProblem(str(path), line_no, f"malformed JSON line: {exc}")
+                continue
+            if not isinstance(obj, dict):
+                yield ParseProblem(str(path), line_no, f"expected a JSON object, got {type(obj).__name__}")
+                continue
+            yield line_no, obj
+
+
+def complete_json_lines(head: bytes) -> list[dict[str, Any]]:
+    """The JSON-object lines fully contained in a sniffed head (the last may be cut off)."""
+    objects = []
+    for line in head.decode("utf-8", errors="replace").splitlines()[:50]:
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict):
+            objects.append(obj)
+    return objects

@@ -1,0 +1,99 @@
+"""Normalised records produced by every transcript reader.
+
+All readers yield the same six record types, so storage code never needs to know which
+agent wrote a file. Timestamps are timezone-aware UTC datetimes (or None when unknown).
+Records of one session may arrive in any order: a reader emits the Session record once
+its end time is known, which for streamed formats is after its messages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Union
+
+
+@dataclass
+class Session:
+    format: str  # 'opencode' | 'claude-code' | 'codex'
+    id: str
+    parent_id: str | None = None
+    title: str | None = None
+    cwd: str | None = None
+    version: str | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    path: str | None = None  # source file or directory
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Message:
+    session_id: str
+    id: str
+    index: int  # 0-based position within its session
+    role: str  # 'user' | 'assistant' | 'system' | 'developer' | 'tool'
+    created_at: datetime | None = None
+    completed_at: datetime | None = None
+    model: str | None = None
+    provider: str | None = None
+    input_tokens: int = 0  # non-cached input
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float | None = None
+    text: str = ""
+    is_sidechain: bool = False
+    agent_id: str | None = None
+    source_line: int | None = None
+
+
+@dataclass
+class Part:
+    session_id: str
+    message_id: str
+    id: str
+    index: int  # 0-based position within its message
+    type: str
+    text: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ToolCall:
+    session_id: str
+    message_id: str
+    message_index: int
+    call_id: str
+    tool: str
+    input: dict[str, Any] = field(default_factory=dict)
+    output: str | None = None
+    status: str = "pending"  # 'completed' | 'error' | 'running' | 'pending'
+    is_error: bool | None = None
+    exit_code: int | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    duration_s: float | None = None
+    child_session_id: str | None = None
+
+
+@dataclass
+class UnknownRecord:
+    """A record the model does not cover; kept verbatim so nothing is silently dropped."""
+
+    session_id: str | None
+    path: str
+    line: int | None
+    record_type: str
+    raw: str
+
+
+@dataclass
+class ParseProblem:
+    path: str
+    line: int | None
+    message: str
+
+
+Record = Union[Session, Message, Part, ToolCall, UnknownRecord, ParseProblem]  # noqa: UP007 (py3.10 target)

@@ -1,0 +1,499 @@
+"""opencode sessions in all their stored forms.
+
+* `opencode export` JSON: `{info: Session, messages: [{info: Message, parts: Part[]}]}`.
+* JSON storage tree (v0.6 - v1.1.x): `session/<proj>/<ses>.json`, `message/<ses>/<msg>.json`,
+  `part/<msg>/<prt>.json`; the older per-project layout (`session/info`, `session/message`,
+  `session/part`, and before v0.2.35 parts inline in the message).
+* SQLite `opencode.db` / `opencode-<channel>.db` (v1.2+): `data` columns lack the ids.
+* Storage objects concatenated as a stream of pretty-printed JSON (not JSONL).
+
+Every form is reduced to (session info, [(message info, parts)]) and assembled by one
+function, so all of them produce identical records for the same session.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .common import as_int, join_texts, parse_timestamp, seconds_between
+from .model import Message, ParseProblem, Part, Record, Session, ToolCall, UnknownRecord
+
+FORMAT = "opencode"
+MessageWithParts = tuple[dict[str, Any], list[dict[str, Any]]]
+
+# Task outputs name the child session in these shapes, by opencode version (doc 2.9).
+_CHILD_SESSION_PATTERNS = (
+    re.compile(r"task_id: (ses_\w+)"),
+    re.compile(r'<task id="(ses_\w+)"'),
+    re.compile(r"session_id: (ses_\w+)"),
+)
+
+
+@dataclass
+class SeenIds:
+    """Sessions/messages already emitted, so a later, staler store (JSON beside a DB) is skipped."""
+
+    sessions: set[str] = field(default_factory=set)
+    messages: set[str] = field(default_factory=set)
+
+
+def read(path: Path) -> Iterator[Record]:
+    """Read any opencode form; the form is chosen from the path and a peek at the content."""
+    if path.is_dir():
+        for root in find_storage_roots(path):
+            yield from read_storage(root)
+    elif path.suffix == ".db":
+        yield from read_sqlite(path)
+    elif _looks_like_export(path):
+        yield from read_export(path)
+    else:
+        yield from read_concat(path)
+
+
+def _looks_like_export(path: Path) -> bool:
+    with path.open("r", encoding="utf-8", errors="replace") as handle:
+        head = handle.read(4096)
+    return re.match(r'\s*\{\s*"info"\s*:', head) is not None
+
+
+# ---------------------------------------------------------------------------------- export
+
+
+def read_export(path: Path) -> Iterator[Record]:
+    with path.open("r", encoding="utf-8") as handle:
+        try:
+            exported = json.load(handle)
+        except json.JSONDecodeError as exc:
+            yield ParseProblem(str(path), exc.lineno, f"malformed opencode export: {exc.msg}")
+            return
+    messages = [(entry.get("info", {}), entry.get("parts", [])) for entry in exported.get("messages", [])]
+    yield from assemble_session(exported.get("info", {}), messages, str(path))
+
+
+# ---------------------------------------------------------------------------- storage tree
+
+
+def is_storage_root(path: Path) -> bool:
+    return (path / "session").is_dir() and (
+        (path / "message").is_dir() or (path / "session" / "info").is_dir()
+    )
+
+
+def find_storage_roots(data_dir: Path) -> list[Path]:
+    """Storage roots in an opencode data dir: itself, `storage/`, or legacy `project/*/storage/`."""
+    candidates = [data_dir, data_dir / "storage", *sorted(data_dir.glob("project/*/storage"))]
+    return [candidate for candidate in candidates if is_storage_root(candidate)]
+
+
+def read_storage(root: Path, seen: SeenIds | None = None) -> Iterator[Record]:
+    seen = seen or SeenIds()
+    legacy = (root / "session" / "info").is_dir()
+    info_files = sorted(
+        (root / "session" / "info").glob("*.json") if legacy else root.glob("session/*/*.json")
+    )
+    infos = []
+    for info_file in info_files:
+        loaded = _load_json_file(info_file)
+        if isinstance(loaded, ParseProblem):
+            yield loaded
+        elif loaded.get("id") not in seen.sessions:
+            infos.append(loaded)
+    children = _children_by_parent(infos)
+    for info in infos:
+        session_id = info["id"]
+        seen.sessions.add(session_id)
+        problems: list[ParseProblem] = []
+        messages = list(_storage_messages(root, session_id, legacy, seen, problems))
+        yield from problems
+        yield from assemble_session(info, messages, str(root), children.get(session_id, []))
+
+
+def _storage_messages(
+    root: Path, session_id: str, legacy: bool, seen: SeenIds, problems: list[ParseProblem]
+) -> Iterator[MessageWithParts]:
+    message_dir = root / "session" / "message" / session_id if legacy else root / "message" / session_id
+    for message_file in sorted(message_dir.glob("*.json")):
+        info = _load_json_file(message_file)
+        if isinstance(info, ParseProblem):
+            problems.append(info)
+            continue
+        if info.get("id") in seen.messages:
+            continue
+        if isinstance(info.get("parts"), list):  # <= v0.2.34: parts inline, AI-SDK v4 shape
+            yield _upgrade_v1_message(info)
+            continue
+        part_dir = (
+            root / "session" / "part" / session_id / info["id"] if legacy else root / "part" / info["id"]
+        )
+        parts = []
+        for part_file in sorted(part_dir.glob("*.json")):
+            part = _load_json_file(part_file)
+            if isinstance(part, ParseProblem):
+                problems.append(part)
+            else:
+                parts.append(part)
+        yield info, parts
+
+
+def _load_json_file(path: Path) -> dict[str, Any] | ParseProblem:
+    try:
+        with path.open("r", encoding="utf-8") as handle:
+            loaded = json.load(handle)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return ParseProblem(str(path), getattr(exc, "lineno", None), f"malformed JSON file: {exc}")
+    if not isinstance(loaded, dict):
+        return ParseProblem(str(path), None, "expected a JSON object")
+    return loaded
+
+
+def _upgrade_v1_message(message: dict[str, Any]) -> MessageWithParts:
+    """Map a pre-v0.2.35 message (parts inline, `metadata` block) onto the v2 shape."""
+    metadata = message.get("metadata") or {}
+    assistant = metadata.get("assistant") or {}
+    info = {
+        "id": message.get("id"),
+        "sessionID": metadata.get("sessionID"),
+        "role": message.get("role"),
+        "time": metadata.get("time") or {},
+        "modelID": assistant.get("modelID"),
+        "providerID": assistant.get("providerID"),
+        "cost": assistant.get("cost"),
+        "tokens": assistant.get("tokens"),
+    }
+    tool_meta = metadata.get("tool") or {}
+    parts = []
+    for index, part in enumerate(message.get("parts") or []):
+        part_id = f"{message.get('id')}:{index}"
+        if part.get("type") == "tool-invocation":
+            invocation = part.get("toolInvocation") or {}
+            call_id = invocation.get("toolCallId")
+            state = {
+                "status": "completed" if invocation.get("state") == "result" else "running",
+                "input": invocation.get("args") or {},
+                "output": invocation.get("result"),
+                "time": (tool_meta.get(call_id) or {}).get("time") or {},
+            }
+            parts.append(
+                {
+                    "id": part_id,
+                    "type": "tool",
+                    "callID": call_id,
+                    "tool": invocation.get("toolName"),
+                    "state": state,
+                }
+            )
+        else:
+            parts.append({"id": part_id, **part})
+    return info, parts
+
+
+# ---------------------------------------------------------------------------------- SQLite
+
+
+def read_sqlite(path: Path, seen: SeenIds | None = None) -> Iterator[Record]:
+    """Read a v1.2+ database without ever writing to it (read-only, immutable URI)."""
+    seen = seen or SeenIds()
+    try:
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+    except sqlite3.Error as exc:
+        yield ParseProblem(str(path), None, f"cannot open opencode database: {exc}")
+        return
+    connection.row_factory = sqlite3.Row
+    try:
+        infos = [_session_row_to_info(row) for row in connection.execute("SELECT * FROM session ORDER BY id")]
+        infos = [info for info in infos if info["id"] not in seen.sessions]
+        children = _children_by_parent(infos)
+        for info in infos:
+            seen.sessions.add(info["id"])
+            messages = list(_sqlite_messages(connection, info["id"], seen))
+            yield from assemble_session(info, messages, str(path), children.get(info["id"], []))
+    except sqlite3.Error as exc:
+        yield ParseProblem(str(path), None, f"opencode database query failed: {exc}")
+    finally:
+        connection.close()
+
+
+def _session_row_to_info(row: sqlite3.Row) -> dict[str, Any]:
+    columns = dict(row)
+    info: dict[str, Any] = {
+        "id": columns["id"],
+        "parentID": columns.get("parent_id"),
+        "projectID": columns.get("project_id"),
+        "slug": columns.get("slug"),
+        "directory": columns.get("directory"),
+        "title": columns.get("title"),
+        "version": columns.get("version"),
+        "time": {"created": columns.get("time_created"), "updated": columns.get("time_updated")},
+    }
+    for optional in ("workspace_id", "share_url", "agent", "cost", "time_archived"):
+        if columns.get(optional) is not None:
+            info[optional] = columns[optional]
+    return info
+
+
+def _sqlite_messages(
+    connection: sqlite3.Connection, session_id: str, seen: SeenIds
+) -> Iterator[MessageWithParts]:
+    parts_by_message: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    part_rows = connection.execute(
+        "SELECT id, message_id, session_id, data FROM part WHERE session_id = ? ORDER BY message_id, id",
+        (session_id,),
+    )
+    for row in part_rows:
+        # part.data lacks its ids: re-add them from the columns (time_* columns are migration times).
+        part = {
+            **json.loads(row["data"]),
+            "id": row["id"],
+            "messageID": row["message_id"],
+            "sessionID": row["session_id"],
+        }
+        parts_by_message[row["message_id"]].append(part)
+    message_rows = connection.execute(
+        "SELECT id, session_id, data FROM message WHERE session_id = ? ORDER BY time_created, id",
+        (session_id,),
+    )
+    for row in message_rows:
+        if row["id"] in seen.messages:
+            continue
+        info = {**json.loads(row["data"]), "id": row["id"], "sessionID": row["session_id"]}
+        yield info, parts_by_message.get(row["id"], [])
+
+
+# ------------------------------------------------------------------- concatenated objects
+
+
+def read_concat(path: Path) -> Iterator[Record]:
+    """Storage objects `cat`-ed together: a stream of pretty JSON objects in any order."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    infos: dict[str, dict[str, Any]] = {}
+    messages: dict[str, dict[str, Any]] = {}
+    parts: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for line, obj in _iter_concatenated_objects(text, str(path)):
+        if isinstance(obj, ParseProblem):
+            yield obj
+            continue
+        kind = _classify_storage_object(obj)
+        if kind == "session":
+            infos[obj["id"]] = obj
+        elif kind == "message":
+            messages[obj["id"]] = obj
+        elif kind == "part":
+            parts[obj["messageID"]].append(obj)
+        else:
+            yield UnknownRecord(_session_of(obj), str(path), line, kind, json.dumps(obj))
+    for message in messages.values():  # a message whose session object is missing still counts
+        infos.setdefault(message["sessionID"], {"id": message["sessionID"]})
+    children = _children_by_parent(infos.values())
+    by_session: dict[str, list[MessageWithParts]] = defaultdict(list)
+    for message_id, message in messages.items():
+        by_session[message["sessionID"]].append((message, sorted(parts.get(message_id, []), key=_id_of)))
+    for session_id, info in infos.items():
+        yield from assemble_session(
+            info, by_session.get(session_id, []), str(path), children.get(session_id, [])
+        )
+
+
+def _iter_concatenated_objects(text: str, path: str) -> Iterator[tuple[int, Any]]:
+    decoder = json.JSONDecoder()
+    position = 0
+    while True:
+        while position < len(text) and text[position].isspace():
+            position += 1
+        if position >= len(text):
+            return
+        line = text.count("\n", 0, position) + 1
+        try:
+            obj, position = decoder.raw_decode(text, position)
+        except json.JSONDecodeError as exc:
+            yield line, ParseProblem(path, line, f"malformed JSON object: {exc.msg}")
+            # Resynchronise at the next object that starts a line.
+            next_start = text.find("\n{", position + 1)
+            if next_start < 0:
+                return
+            position = next_start + 1
+            continue
+        yield line, obj
+
+
+def _classify_storage_object(obj: Any) -> str:
+    if isinstance(obj, list):
+        return "session_diff"
+    if not isinstance(obj, dict):
+        return type(obj).__name__
+    object_id = str(obj.get("id", ""))
+    if object_id.startswith("prt_") and "messageID" in obj:
+        return "part"
+    if object_id.startswith("msg_") and "role" in obj:
+        return "message"
+    if object_id.startswith("ses_") and "time" in obj:
+        return "session"
+    if "worktree" in obj:
+        return "project"
+    if set(obj) >= {"id", "secret", "url"}:
+        return "session_share"
+    return "unknown"
+
+
+def _session_of(obj: Any) -> str | None:
+    return obj.get("sessionID") if isinstance(obj, dict) else None
+
+
+# ------------------------------------------------------------------------------- assembly
+
+
+def _id_of(obj: dict[str, Any]) -> str:
+    return str(obj.get("id", ""))
+
+
+def _children_by_parent(infos: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    children: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for info in infos:
+        if info.get("parentID"):
+            children[info["parentID"]].append(info)
+    return children
+
+
+def _message_sort_key(message: MessageWithParts) -> tuple[float, str]:
+    created = (message[0].get("time") or {}).get("created")
+    return (created if isinstance(created, (int, float)) else float("inf"), _id_of(message[0]))
+
+
+def assemble_session(
+    info: dict[str, Any],
+    messages: list[MessageWithParts],
+    path: str,
+    children: list[dict[str, Any]] | None = None,
+) -> Iterator[Record]:
+    """Records for one session from its info object and its (message, parts) pairs."""
+    session_id = info.get("id") or (messages[0][0].get("sessionID") if messages else "unknown")
+    yield _session_record(info, session_id, path)
+    for index, (message_info, parts) in enumerate(sorted(messages, key=_message_sort_key)):
+        message = _message_record(message_info, parts, session_id, index)
+        yield message
+        yield from _part_records(parts, message)
+        for part in parts:
+            if part.get("type") == "tool":
+                yield _tool_call_record(part, message, children or [])
+
+
+def _session_record(info: dict[str, Any], session_id: str, path: str) -> Session:
+    times = info.get("time") or {}
+    core = {"id", "parentID", "title", "directory", "version", "time"}
+    return Session(
+        format=FORMAT,
+        id=session_id,
+        parent_id=info.get("parentID"),
+        title=info.get("title"),
+        cwd=info.get("directory"),
+        version=info.get("version"),
+        started_at=parse_timestamp(times.get("created")),
+        ended_at=parse_timestamp(times.get("updated")),
+        path=path,
+        extra={key: value for key, value in info.items() if key not in core},
+    )
+
+
+def _message_record(
+    info: dict[str, Any], parts: list[dict[str, Any]], session_id: str, index: int
+) -> Message:
+    times = info.get("time") or {}
+    user_model = info.get("model") if isinstance(info.get("model"), dict) else {}
+    message = Message(
+        session_id=session_id,
+        id=info.get("id", f"{session_id}:{index}"),
+        index=index,
+        role=info.get("role", "unknown"),
+        created_at=parse_timestamp(times.get("created")),
+        completed_at=parse_timestamp(times.get("completed")),
+        model=info.get("modelID") or user_model.get("modelID"),
+        provider=info.get("providerID") or user_model.get("providerID"),
+        text=join_texts(part.get("text") for part in parts if part.get("type") == "text"),
+        agent_id=info.get("agent") or info.get("mode"),
+    )
+    _apply_usage(message, info, parts)
+    return message
+
+
+def _apply_usage(message: Message, info: dict[str, Any], parts: list[dict[str, Any]]) -> None:
+    """Sum the step-finish parts: message.tokens only holds the last step."""
+    steps = [part for part in parts if part.get("type") == "step-finish"]
+    token_sources = [step.get("tokens") or {} for step in steps] or [info.get("tokens") or {}]
+    for tokens in token_sources:
+        cache = tokens.get("cache") or {}
+        message.input_tokens += as_int(tokens.get("input"))
+        message.output_tokens += as_int(tokens.get("output"))
+        message.reasoning_tokens += as_int(tokens.get("reasoning"))
+        message.cache_read_tokens += as_int(cache.get("read"))
+        message.cache_write_tokens += as_int(cache.get("write"))
+    costs = [step.get("cost") for step in steps] if steps else [info.get("cost")]
+    numeric_costs = [cost for cost in costs if isinstance(cost, (int, float))]
+    message.cost_usd = sum(numeric_costs) if numeric_costs else None
+
+
+def _part_records(parts: list[dict[str, Any]], message: Message) -> Iterator[Part]:
+    for index, part in enumerate(parts):
+        text = part.get("text") if isinstance(part.get("text"), str) else None
+        data = {
+            key: value
+            for key, value in part.items()
+            if key not in {"id", "sessionID", "messageID", "type", "text"}
+        }
+        yield Part(
+            message.session_id,
+            message.id,
+            part.get("id", f"{message.id}:{index}"),
+            index,
+            part.get("type", "unknown"),
+            text,
+            data,
+        )
+
+
+def _tool_call_record(part: dict[str, Any], message: Message, children: list[dict[str, Any]]) -> ToolCall:
+    state = part.get("state") or {}
+    status = state.get("status", "pending")
+    times = state.get("time") or {}
+    started, ended = parse_timestamp(times.get("start")), parse_timestamp(times.get("end"))
+    metadata = state.get("metadata") or {}
+    exit_code = metadata.get("exit")
+    output = state.get("error") if status == "error" else state.get("output")
+    call = ToolCall(
+        session_id=message.session_id,
+        message_id=message.id,
+        message_index=message.index,
+        call_id=part.get("callID") or part.get("id", ""),
+        tool=part.get("tool", "unknown"),
+        input=state.get("input") if isinstance(state.get("input"), dict) else {},
+        output=output if isinstance(output, str) else None,
+        status=status,
+        is_error={"completed": False, "error": True}.get(status),
+        exit_code=exit_code if isinstance(exit_code, int) and not isinstance(exit_code, bool) else None,
+        started_at=started,
+        ended_at=ended,
+        duration_s=seconds_between(started, ended),
+    )
+    if call.tool == "task":
+        call.child_session_id = _child_session_id(metadata, call, children)
+    return call
+
+
+def _child_session_id(metadata: dict[str, Any], call: ToolCall, children: list[dict[str, Any]]) -> str | None:
+    """metadata.sessionId, else the id named in the output, else a child created during the call."""
+    if isinstance(metadata.get("sessionId"), str):
+        return metadata["sessionId"]
+    for pattern in _CHILD_SESSION_PATTERNS:
+        match = pattern.search(call.output or "")
+        if match:
+            return match.group(1)
+    for child in children:
+        created = parse_timestamp((child.get("time") or {}).get("created"))
+        if call.started_at and call.ended_at and created and call.started_at <= created <= call.ended_at:
+            return child["id"]
+    return None
