@@ -1,0 +1,291 @@
+"""Claude Code session JSONL (`~/.claude/projects/<cwd>/<sessionId>.jsonl`).
+
+Claude Code writes every content block of one API response as its own line, repeating
+`message.id` and `usage`; lines are merged back into one Message and usage is counted once
+per (message.id, requestId). tool_use blocks are paired with tool_result blocks by id.
+Subagent transcripts (`<sessionId>/subagents/agent-<id>.jsonl`) are read as child sessions.
+
+A session file is accumulated before its records are emitted, because a message's usage
+and a tool call's result arrive on later lines; files are one session each, so this is bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .common import (
+    as_int,
+    content_text,
+    exit_code_from_text,
+    iter_jsonl,
+    join_texts,
+    parse_timestamp,
+    seconds_between,
+)
+from .model import Message, ParseProblem, Part, Record, Session, ToolCall, UnknownRecord
+
+FORMAT = "claude-code"
+PROVIDER = "anthropic"
+MESSAGE_TYPES = {"user", "assistant"}
+_AGENT_ID_IN_TEXT = re.compile(r"agentId: (\w[\w-]*)")
+_CONTEXT_FIELDS = ("cwd", "version", "slug", "gitBranch", "userType")
+_USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+def read(path: Path) -> Iterator[Record]:
+    """The session in `path`, then its subagent transcripts as child sessions."""
+    yield from read_file(path)
+    for child_path in subagent_files(path):
+        yield from read_file(child_path)
+
+
+def subagent_files(session_path: Path) -> list[Path]:
+    return sorted((session_path.parent / session_path.stem / "subagents").glob("agent-*.jsonl"))
+
+
+def is_subagent_file(path: Path) -> bool:
+    return path.name.startswith("agent-") and path.suffix == ".jsonl"
+
+
+def child_session_id(parent_session_id: str, agent_id: str) -> str:
+    """Subagent files carry the parent's sessionId, so a child is named by parent + agentId."""
+    return f"{parent_session_id}:agent-{agent_id}"
+
+
+def read_file(path: Path) -> Iterator[Record]:
+    builder = _SessionBuilder(path)
+    for item in iter_jsonl(path):
+        if isinstance(item, ParseProblem):
+            yield item
+        else:
+            builder.add_line(*item)
+    yield from builder.records()
+
+
+@dataclass
+class _PendingMessage:
+    message: Message
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+    usage_by_request: dict[str, dict[str, int]] = field(default_factory=dict)
+    cost_by_request: dict[str, float] = field(default_factory=dict)
+
+
+class _SessionBuilder:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.session_id: str | None = None
+        self.agent_id: str | None = None
+        self.context: dict[str, Any] = {}  # cwd, version, ...: first value seen wins
+        self.title: str | None = None
+        self.started_at = None
+        self.ended_at = None
+        self.messages: dict[str, _PendingMessage] = {}
+        self.tool_calls: dict[str, ToolCall] = {}
+        self.unknown: list[tuple[int, str, dict[str, Any]]] = []
+
+    # ----------------------------------------------------------------------------- input
+
+    def add_line(self, line_no: int, line: dict[str, Any]) -> None:
+        self._note_session_fields(line)
+        line_type = line.get("type") or (line.get("message") or {}).get("role")  # legacy lines lack type
+        if line_type == "assistant":
+            self._add_assistant_line(line_no, line)
+        elif line_type == "user":
+            self._add_user_line(line_no, line)
+        else:
+            if line_type == "summary" and isinstance(line.get("summary"), str):
+                self.title = line["summary"]
+            self.unknown.append((line_no, _record_type(line, line_type), line))
+
+    def _note_session_fields(self, line: dict[str, Any]) -> None:
+        if self.session_id is None and line.get("sessionId"):
+            self.session_id = line["sessionId"]
+        if self.agent_id is None and line.get("agentId") and is_subagent_file(self.path):
+            self.agent_id = line["agentId"]
+        for key in _CONTEXT_FIELDS:
+            if key in line and key not in self.context:
+                self.context[key] = line[key]
+        timestamp = parse_timestamp(line.get("timestamp"))
+        if timestamp:
+            self.started_at = min(self.started_at or timestamp, timestamp)
+            self.ended_at = max(self.ended_at or timestamp, timestamp)
+
+    def _new_message(self, key: str, line_no: int, line: dict[str, Any], role: str) -> _PendingMessage:
+        message = Message(
+            session_id="",  # filled in when the session id is final
+            id=key,
+            index=len(self.messages),
+            role=role,
+            created_at=parse_timestamp(line.get("timestamp")),
+            completed_at=parse_timestamp(line.get("timestamp")),
+            is_sidechain=bool(line.get("isSidechain")),
+            agent_id=line.get("agentId"),
+            source_line=line_no,
+        )
+        pending = _PendingMessage(message)
+        self.messages[key] = pending
+        return pending
+
+    def _add_assistant_line(self, line_no: int, line: dict[str, Any]) -> None:
+        body = line.get("message") or {}
+        key = body.get("id") or line.get("uuid") or f"{self.path.name}:{line_no}"
+        pending = self.messages.get(key) or self._new_message(key, line_no, line, "assistant")
+        message = pending.message
+        message.model = message.model or body.get("model")
+        message.provider = PROVIDER
+        message.completed_at = parse_timestamp(line.get("timestamp")) or message.completed_at
+        request = line.get("requestId") or line.get("uuid") or str(line_no)
+        _merge_usage(pending.usage_by_request.setdefault(request, {}), body.get("usage") or {})
+        if isinstance(line.get("costUSD"), (int, float)):
+            pending.cost_by_request[request] = line["costUSD"]
+        for block in _blocks(body.get("content")):
+            pending.blocks.append(block)
+            if block.get("type") == "tool_use":
+                self._start_tool_call(block, message, line)
+
+    def _add_user_line(self, line_no: int, line: dict[str, Any]) -> None:
+        body = line.get("message") or {}
+        blocks = _blocks(body.get("content"))
+        only_results = bool(blocks) and all(block.get("type") == "tool_result" for block in blocks)
+        key = line.get("uuid") or f"{self.path.name}:{line_no}"
+        pending = self._new_message(key, line_no, line, "tool" if only_results else "user")
+        pending.blocks.extend(blocks)
+        for block in blocks:
+            if block.get("type") == "tool_result":
+                self._finish_tool_call(block, line)
+
+    def _start_tool_call(self, block: dict[str, Any], message: Message, line: dict[str, Any]) -> None:
+        call_id = block.get("id") or f"{message.id}:{len(self.tool_calls)}"
+        self.tool_calls[call_id] = ToolCall(
+            session_id="",
+            message_id=message.id,
+            message_index=message.index,
+            call_id=call_id,
+            tool=block.get("name", "unknown"),
+            input=block.get("input") if isinstance(block.get("input"), dict) else {},
+            started_at=parse_timestamp(line.get("timestamp")),
+        )
+
+    def _finish_tool_call(self, block: dict[str, Any], line: dict[str, Any]) -> None:
+        call = self.tool_calls.get(block.get("tool_use_id", ""))
+        if call is None:
+            return  # result without its call (e.g. truncated file); the Part still keeps it
+        result = line.get("toolUseResult")
+        call.output = content_text(block.get("content"))
+        call.is_error = bool(block.get("is_error"))
+        call.status = "error" if call.is_error else "completed"
+        call.ended_at = parse_timestamp(line.get("timestamp"))
+        call.duration_s = seconds_between(call.started_at, call.ended_at)
+        call.exit_code = _exit_code(call, result)
+        agent_id = _agent_id_of(result, call.output)
+        if agent_id and line.get("sessionId"):
+            call.child_session_id = child_session_id(line["sessionId"], agent_id)
+
+    # ---------------------------------------------------------------------------- output
+
+    def records(self) -> Iterator[Record]:
+        session = self._session()
+        yield session
+        for pending in self.messages.values():
+            message = _finalise_message(pending, session.id)
+            yield message
+            yield from _parts(pending.blocks, message)
+        for call in self.tool_calls.values():
+            call.session_id = session.id
+            yield call
+        for line_no, record_type, line in self.unknown:
+            yield UnknownRecord(session.id, str(self.path), line_no, record_type, json.dumps(line))
+
+    def _session(self) -> Session:
+        parent_id = None
+        session_id = self.session_id or self.path.stem
+        if self.agent_id and self.session_id:
+            parent_id, session_id = self.session_id, child_session_id(self.session_id, self.agent_id)
+        context = self.context
+        extra = {key: context[key] for key in ("slug", "gitBranch", "userType") if key in context}
+        if self.agent_id:
+            extra["agent_id"] = self.agent_id
+        return Session(
+            format=FORMAT,
+            id=session_id,
+            parent_id=parent_id,
+            title=self.title,
+            cwd=context.get("cwd"),
+            version=context.get("version"),
+            started_at=self.started_at,
+            ended_at=self.ended_at,
+            path=str(self.path),
+            extra=extra,
+        )
+
+
+def _record_type(line: dict[str, Any], line_type: str | None) -> str:
+    if line_type == "system":
+        subtype = line.get("subtype")
+        return "compact_boundary" if subtype == "compact_boundary" else f"system:{subtype}"
+    return line_type or "untyped"
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if isinstance(content, list):
+        return [block for block in content if isinstance(block, dict)]
+    return []
+
+
+def _merge_usage(accumulated: dict[str, int], usage: dict[str, Any]) -> None:
+    """Streamed lines of one request repeat usage with growing output: keep the maximum."""
+    for name in _USAGE_FIELDS:
+        accumulated[name] = max(accumulated.get(name, 0), as_int(usage.get(name)))
+
+
+def _finalise_message(pending: _PendingMessage, session_id: str) -> Message:
+    message = pending.message
+    message.session_id = session_id
+    for usage in pending.usage_by_request.values():
+        message.input_tokens += usage["input_tokens"]
+        message.output_tokens += usage["output_tokens"]
+        message.cache_read_tokens += usage["cache_read_input_tokens"]
+        message.cache_write_tokens += usage["cache_creation_input_tokens"]
+    if pending.cost_by_request:
+        message.cost_usd = sum(pending.cost_by_request.values())
+    message.text = join_texts(block.get("text") for block in pending.blocks if block.get("type") == "text")
+    return message
+
+
+def _parts(blocks: list[dict[str, Any]], message: Message) -> Iterator[Part]:
+    for index, block in enumerate(blocks):
+        block_type = block.get("type", "unknown")
+        if block_type == "thinking":
+            text = block.get("thinking")
+        elif block_type == "tool_result":
+            text = content_text(block.get("content"))
+        else:
+            text = block.get("text")
+        data = {key: value for key, value in block.items() if key not in {"type", "text", "thinking"}}
+        part_id = block.get("id") or f"{message.id}:{index}"
+        yield Part(message.session_id, message.id, part_id, index, block_type, text, data)
+
+
+def _exit_code(call: ToolCall, result: Any) -> int | None:
+    """Claude stores no exit code: parse 'Exit code N' on failures; a plain Bash success is 0."""
+    if call.is_error:
+        return exit_code_from_text(call.output)
+    if call.tool != "Bash" or not isinstance(result, dict):
+        return None
+    if result.get("interrupted") or result.get("backgroundTaskId"):
+        return None  # still running or killed: the exit status is unknown
+    return 0
+
+
+def _agent_id_of(result: Any, output: str | None) -> str | None:
+    if isinstance(result, dict) and isinstance(result.get("agentId"), str):
+        return result["agentId"]
+    match = _AGENT_ID_IN_TEXT.search(output or "")
+    return match.group(1) if match else None
