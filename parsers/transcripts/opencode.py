@@ -66,15 +66,20 @@ def _looks_like_export(path: Path) -> bool:
 # ---------------------------------------------------------------------------------- export
 
 
-def read_export(path: Path) -> Iterator[Record]:
+def read_export(path: Path, seen: SeenIds | None = None) -> Iterator[Record]:
+    seen = seen or SeenIds()
     with path.open("r", encoding="utf-8") as handle:
         try:
             exported = json.load(handle)
         except json.JSONDecodeError as exc:
             yield ParseProblem(str(path), exc.lineno, f"malformed opencode export: {exc.msg}")
             return
+    info = exported.get("info", {})
+    if info.get("id") in seen.sessions:
+        return
+    seen.sessions.add(info.get("id"))
     messages = [(entry.get("info", {}), entry.get("parts", [])) for entry in exported.get("messages", [])]
-    yield from assemble_session(exported.get("info", {}), messages, str(path))
+    yield from assemble_session(info, messages, str(path))
 
 
 # ---------------------------------------------------------------------------- storage tree
@@ -198,10 +203,10 @@ def _upgrade_v1_message(message: dict[str, Any]) -> MessageWithParts:
 
 
 def read_sqlite(path: Path, seen: SeenIds | None = None) -> Iterator[Record]:
-    """Read a v1.2+ database without ever writing to it (read-only, immutable URI)."""
+    """Read a v1.2+ database without ever writing to it."""
     seen = seen or SeenIds()
     try:
-        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+        connection = open_readonly(path)
     except sqlite3.Error as exc:
         yield ParseProblem(str(path), None, f"cannot open opencode database: {exc}")
         return
@@ -218,6 +223,17 @@ def read_sqlite(path: Path, seen: SeenIds | None = None) -> Iterator[Record]:
         yield ParseProblem(str(path), None, f"opencode database query failed: {exc}")
     finally:
         connection.close()
+
+
+def open_readonly(path: Path) -> sqlite3.Connection:
+    """mode=ro sees a live DB's WAL; immutable=1 is the fallback where -shm cannot be created."""
+    uri = path.resolve().as_uri()
+    try:
+        connection = sqlite3.connect(f"{uri}?mode=ro", uri=True)
+        connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return connection
+    except sqlite3.OperationalError:
+        return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True)
 
 
 def _session_row_to_info(row: sqlite3.Row) -> dict[str, Any]:
@@ -269,8 +285,9 @@ def _sqlite_messages(
 # ------------------------------------------------------------------- concatenated objects
 
 
-def read_concat(path: Path) -> Iterator[Record]:
+def read_concat(path: Path, seen: SeenIds | None = None) -> Iterator[Record]:
     """Storage objects `cat`-ed together: a stream of pretty JSON objects in any order."""
+    seen = seen or SeenIds()
     text = path.read_text(encoding="utf-8", errors="replace")
     infos: dict[str, dict[str, Any]] = {}
     messages: dict[str, dict[str, Any]] = {}
@@ -295,6 +312,9 @@ def read_concat(path: Path) -> Iterator[Record]:
     for message_id, message in messages.items():
         by_session[message["sessionID"]].append((message, sorted(parts.get(message_id, []), key=_id_of)))
     for session_id, info in infos.items():
+        if session_id in seen.sessions:
+            continue
+        seen.sessions.add(session_id)
         yield from assemble_session(
             info, by_session.get(session_id, []), str(path), children.get(session_id, [])
         )
