@@ -1,0 +1,88 @@
+"""The public Python API: everything the CLI does, callable from a notebook.
+
+    >>> import logmine.api as lm
+    >>> lm.ingest(["journal.txt"], db="logmine.duckdb")
+    >>> with lm.open_db("logmine.duckdb") as con:
+    ...     lm.query(con, "runs")          # a pandas DataFrame
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from . import named_queries
+from .ingest import IngestReport, Progress
+from .ingest import ingest as _ingest_logs
+from .store import DEFAULT_DB, connect
+
+
+def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None = None, tz: str | None = None,
+           progress: Progress | None = None) -> IngestReport:
+    """Parse the inputs into typed events in the DuckDB file `db` (created if missing)."""
+    return _ingest_logs(paths, db=db, envelope=envelope, progress=progress)
+
+
+@contextmanager
+def open_db(db: str | Path = DEFAULT_DB) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A read-only connection to a logmine database."""
+    con = connect(db, read_only=True)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def query(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> pd.DataFrame:
+    """Run a named query from `queries/` and return its rows."""
+    return named_queries.run(con, name, **params)
+
+
+def sql(con: duckdb.DuckDBPyConnection, statement: str) -> pd.DataFrame:
+    return con.execute(statement).df()
+
+
+def unparsed(con: duckdb.DuckDBPyConnection, limit: int = 50) -> pd.DataFrame:
+    """Untyped lines grouped by template, most frequent first."""
+    return named_queries.run(con, "unparsed", limit=limit)
+
+
+def summary_text(summary: dict) -> str:
+    """The human summary printed after an ingest."""
+    out = []
+    for s in summary["sources"]:
+        out.append(f"{s['path']}: {s['status']}, format {s['format']}, {s['lines_read']:,} lines read, "
+                   f"{s['lines_typed']:,} typed, {s['lines_untyped']:,} untyped")
+    out.append(f"total: {summary['lines_read']:,} lines read, {summary['lines_typed']:,} typed, "
+               f"{summary['lines_untyped']:,} kept untyped (see `logmine unparsed`) -> {summary['db']}")
+    kinds = summary["by_kind"]
+    if kinds:
+        width = max(len(k) for k in kinds)
+        out.append("lines by event kind:")
+        out.extend(f"  {kind:<{width}}  {count:>10,}" for kind, count in kinds.items())
+    return "\n".join(out)
+
+
+@contextmanager
+def progress_bar(enabled: bool = True) -> Iterator[Progress | None]:
+    """A rich progress bar on a terminal (stderr); nothing when output is piped."""
+    if not enabled or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, DownloadColumn, Progress as RichProgress, TimeRemainingColumn
+
+    with RichProgress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
+                      TimeRemainingColumn(), transient=True) as bar:
+        tasks: dict[str, int] = {}
+
+        def update(name: str, done: int, total: int | None) -> None:
+            if name not in tasks:
+                tasks[name] = bar.add_task(name, total=total)
+            bar.update(tasks[name], completed=done)
+
+        yield update

@@ -1,0 +1,68 @@
+"""Render query results (pandas DataFrames) as a terminal table, CSV, JSON or Markdown."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+FORMATS = ("table", "csv", "json", "markdown")
+
+
+def plain_value(value: object) -> object:
+    """A JSON-ready value: timestamps as ISO text without zone, NaN as null, numpy scalars as Python."""
+    if value is None:
+        return None
+    if isinstance(value, pd.Timestamp):
+        return value.isoformat()
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if hasattr(value, "item") and not isinstance(value, (list, dict, str)):
+        return value.item()
+    if isinstance(value, (list, tuple)) or type(value).__name__ == "ndarray":
+        return [plain_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: plain_value(v) for k, v in value.items()}
+    return value
+
+
+def records(df: pd.DataFrame) -> list[dict]:
+    return [{col: plain_value(val) for col, val in zip(df.columns, row)} for row in df.itertuples(index=False)]
+
+
+def cell(value: object) -> str:
+    value = plain_value(value)
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, default=str)
+    return str(value)
+
+
+def render(df: pd.DataFrame, fmt: str = "table", width: int | None = None) -> str:
+    if fmt == "json":
+        return json.dumps(records(df), indent=2, default=str)
+    if fmt == "csv":
+        return df.to_csv(index=False)
+    if fmt == "markdown":
+        header = "| " + " | ".join(df.columns) + " |"
+        rule = "|" + "|".join("---" for _ in df.columns) + "|"
+        rows = ["| " + " | ".join(cell(v).replace("|", "\\|") for v in row) + " |"
+                for row in df.itertuples(index=False)]
+        return "\n".join([header, rule, *rows])
+    table = Table(show_header=True, header_style="bold", show_lines=False)
+    for col in df.columns:
+        table.add_column(str(col), overflow="fold")
+    for row in df.itertuples(index=False):
+        table.add_row(*(cell(v) for v in row))
+    buffer = io.StringIO()
+    Console(file=buffer, width=width or 200, force_terminal=False).print(table)
+    return buffer.getvalue().rstrip("\n")

@@ -1,0 +1,184 @@
+"""Read input bytes: files, directories, stdin, gzip and zstd; yield physical lines in blocks.
+
+Nothing here knows about log formats. Lines are split on `\\n` only (as journald does), so `\\r`
+progress bars stay inside their line; bytes that are not UTF-8 are kept as `\\xNN` escapes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import zstandard
+
+BLOCK_BYTES = 4 << 20
+SNIFF_BYTES = 64 << 10
+GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+LOG_SUFFIXES = (".log", ".txt", ".jsonl", ".json", ".gz", ".zst", ".out", ".err")
+
+
+class InputError(Exception):
+    """A problem with an input that the user must fix; the message names the file."""
+
+
+@dataclass
+class Input:
+    path: str  # absolute path, or "-" for stdin
+    display: str
+    compression: str | None
+    size: int | None
+    mtime: float | None
+
+    @property
+    def resumable(self) -> bool:
+        """Only plain regular files can be read from an offset when they grow."""
+        return self.path != "-" and self.compression is None
+
+
+def expand_paths(paths: list[str]) -> list[Input]:
+    """Files as given; directories expanded to the log files under them (sorted); `-` is stdin."""
+    inputs: list[Input] = []
+    for given in paths:
+        if given == "-":
+            inputs.append(Input("-", "<stdin>", None, None, None))
+            continue
+        path = Path(given)
+        if not path.exists():
+            raise InputError(f"{given}: no such file or directory")
+        if path.is_dir():
+            files = sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith(LOG_SUFFIXES))
+            if not files:
+                raise InputError(f"{given}: directory holds no log files ({', '.join(LOG_SUFFIXES)})")
+            inputs.extend(describe(p) for p in files)
+        else:
+            inputs.append(describe(path))
+    return inputs
+
+
+def describe(path: Path) -> Input:
+    try:
+        stat = path.stat()
+        with path.open("rb") as f:
+            magic = f.read(4)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    compression = "gzip" if magic.startswith(GZIP_MAGIC) else "zstd" if magic.startswith(ZSTD_MAGIC) else None
+    return Input(str(path.resolve()), str(path), compression, stat.st_size, stat.st_mtime)
+
+
+def open_bytes(inp: Input, offset: int = 0) -> BinaryIO:
+    """A byte stream of the decompressed content, positioned at `offset` (plain files only)."""
+    if inp.path == "-":
+        return sys.stdin.buffer
+    raw = open(inp.path, "rb")  # noqa: SIM115 - closed by the caller through the returned stream
+    if inp.compression == "gzip":
+        return gzip.GzipFile(fileobj=raw)  # type: ignore[return-value]
+    if inp.compression == "zstd":
+        return zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)  # type: ignore[return-value]
+    raw.seek(offset)
+    return raw
+
+
+class PeekableStream(io.RawIOBase):
+    """Lets the ingest sniff the first bytes of a stream (stdin included) without losing them."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream = stream
+        self.head = stream.read(SNIFF_BYTES) or b""
+        self.pos = 0
+
+    def read_block(self, size: int = BLOCK_BYTES) -> bytes:
+        if self.pos < len(self.head):
+            block = self.head[self.pos:]
+            self.pos = len(self.head)
+            return block + (self.stream.read(max(0, size - len(block))) or b"")
+        return self.stream.read(size) or b""
+
+    def close(self) -> None:
+        self.stream.close()
+        super().close()
+
+
+@dataclass
+class LineBlock:
+    data: bytes  # complete lines joined by "\n", without the final newline
+    end_offset: int  # bytes consumed from where reading started, through this block's last line
+    partial_last: bool  # the last line had no newline (end of input)
+
+    def lines(self) -> list[tuple[str, bool]]:
+        """Decoded lines with a flag for lines whose bytes were not valid UTF-8."""
+        try:
+            text = self.data.decode("utf-8")
+        except UnicodeDecodeError:
+            return [decode(raw) for raw in self.data.split(b"\n")]
+        if "\x00" in text:
+            return [decode(raw) for raw in self.data.split(b"\n")]
+        return [(line, False) for line in text.split("\n")]
+
+
+def iter_line_blocks(stream: PeekableStream, hasher: hashlib._Hash | None = None) -> Iterator[LineBlock]:
+    """Physical lines in blocks of about BLOCK_BYTES; the last line may lack its newline."""
+    carry = b""
+    consumed = 0
+    while True:
+        block = stream.read_block()
+        if hasher is not None and block:
+            hasher.update(block)
+        if not block:
+            if carry:
+                yield LineBlock(carry, consumed + len(carry), True)
+            return
+        data = carry + block
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            carry = data
+            continue
+        consumed += cut + 1
+        carry = data[cut + 1:]
+        yield LineBlock(data[:cut], consumed, False)
+
+
+def decode(raw: bytes) -> tuple[str, bool]:
+    """UTF-8 text of a line, with undecodable bytes and NULs kept as visible escapes."""
+    try:
+        text = raw.decode("utf-8")
+        bad = False
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8", "backslashreplace")
+        bad = True
+    if "\x00" in text:
+        text = text.replace("\x00", "\\x00")
+        bad = True
+    return text, bad
+
+
+def looks_binary(head: bytes) -> bool:
+    """More than 1% NUL bytes or mostly control characters: not a log."""
+    if not head:
+        return False
+    sample = head[:8192]
+    nul = sample.count(0)
+    control = sum(1 for b in sample if b < 9 or 13 < b < 32)
+    return nul > len(sample) // 100 or control > len(sample) // 10
+
+
+def fingerprint(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def read_range(path: str, start: int, length: int) -> bytes:
+    with open(path, "rb") as f:
+        f.seek(max(0, start))
+        return f.read(max(0, length))
+
+
+def file_size(path: str) -> int:
+    return os.path.getsize(path)

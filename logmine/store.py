@@ -1,0 +1,94 @@
+"""DuckDB storage: create tables from column specs, append column batches, track ingested sources.
+
+The store knows table names and column types, never log formats: parsers hand it `ColumnBatch`es.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+DEFAULT_DB = "logmine.duckdb"
+
+SOURCES_COLUMNS: dict[str, str] = {
+    "source_id": "INTEGER PRIMARY KEY", "path": "VARCHAR", "display": "VARCHAR", "kind": "VARCHAR",
+    "envelope": "VARCHAR", "compression": "VARCHAR", "size_bytes": "BIGINT", "bytes_ingested": "BIGINT",
+    "lines_ingested": "BIGINT", "partial_last_line": "BOOLEAN", "head_hash": "VARCHAR",
+    "tail_hash": "VARCHAR", "content_hash": "VARCHAR", "year": "INTEGER", "utc_offset_s": "INTEGER",
+    "fallback_date": "VARCHAR", "ingested_at": "TIMESTAMP",
+}
+
+
+def connect(db: str | Path = DEFAULT_DB, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open (creating if needed) a logmine database."""
+    if read_only and str(db) != ":memory:" and not Path(db).exists():
+        raise FileNotFoundError(f"{db}: no such database (run `logmine ingest` first)")
+    return duckdb.connect(str(db), read_only=read_only)
+
+
+def run(con: duckdb.DuckDBPyConnection, statement: str, params: list | dict | None = None) -> list[tuple]:
+    """Execute a statement and drain its result (DuckDB refuses new work while a result is pending)."""
+    return con.execute(statement, params or []).fetchall()
+
+
+def create_table(con: duckdb.DuckDBPyConnection, name: str, columns: Mapping[str, str]) -> None:
+    body = ", ".join(f'"{col}" {typ}' for col, typ in columns.items())
+    run(con, f'CREATE TABLE IF NOT EXISTS "{name}" ({body})')
+
+
+def ensure_tables(con: duckdb.DuckDBPyConnection, tables: Mapping[str, Mapping[str, str]]) -> None:
+    create_table(con, "sources", SOURCES_COLUMNS)
+    for name, columns in tables.items():
+        create_table(con, name, columns)
+
+
+def _arrow_column(values: list, duck_type: str) -> pa.Array:
+    if duck_type.startswith("MAP"):
+        return pa.array(values, type=pa.map_(pa.string(), pa.string()))
+    try:
+        return pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.array([None if v is None else str(v) for v in values], type=pa.string())
+
+
+def append(con: duckdb.DuckDBPyConnection, table: str, columns: Mapping[str, list],
+           types: Mapping[str, str]) -> None:
+    """Append one column batch; text values are cast to the column types by DuckDB in bulk."""
+    arrays = {name: _arrow_column(values, types[name]) for name, values in columns.items()}
+    batch = pa.table(arrays)
+    casts = ", ".join(f'TRY_CAST("{name}" AS {types[name].split(" PRIMARY")[0]}) AS "{name}"' for name in arrays)
+    con.register("_logmine_batch", batch)
+    try:
+        run(con, f'INSERT INTO "{table}" BY NAME SELECT {casts} FROM _logmine_batch')
+    finally:
+        con.unregister("_logmine_batch")
+
+
+def delete_rows(con: duckdb.DuckDBPyConnection, tables: Iterable[str], source_id: int,
+                from_line: int = 0) -> None:
+    """Remove a source's rows from line `from_line` on (a re-read partial line, or a replaced file)."""
+    for table in tables:
+        run(con, f'DELETE FROM "{table}" WHERE source_id = ? AND line_no >= ?', [source_id, from_line])
+
+
+def next_source_id(con: duckdb.DuckDBPyConnection) -> int:
+    return con.execute("SELECT coalesce(max(source_id), 0) + 1 FROM sources").fetchall()[0][0]
+
+
+def find_source(con: duckdb.DuckDBPyConnection, path: str) -> dict | None:
+    cur = con.execute("SELECT * FROM sources WHERE path = ? ORDER BY source_id DESC LIMIT 1", [path])
+    rows = cur.fetchall()
+    if not rows:
+        return None
+    return dict(zip([d[0] for d in cur.description], rows[0]))
+
+
+def upsert_source(con: duckdb.DuckDBPyConnection, record: Mapping[str, object]) -> None:
+    run(con, "DELETE FROM sources WHERE source_id = ?", [record["source_id"]])
+    names = list(record)
+    placeholders = ", ".join("?" for _ in names)
+    cols = ", ".join(f'"{n}"' for n in names)
+    run(con, f"INSERT INTO sources ({cols}) VALUES ({placeholders})", [record[n] for n in names])

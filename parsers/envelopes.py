@@ -1,0 +1,195 @@
+"""Split the envelope a log line was stored in (journald output modes, docker timestamps) from its message.
+
+Each envelope reader turns one decoded physical line into an `Envelope`. Journal short formats have no
+year and `-o json`/`-o short-unix` carry UTC epochs, so readers take a `TimeContext` holding the
+year and the UTC offset inferred from the SGLang timestamps inside the messages (see `infer_context`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+MONTHS = {m: i for i, m in enumerate(
+    ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), start=1)}
+
+IDENT = r"(?P<host>\S+) (?P<ident>[^\s\[:]+)(?:\[(?P<pid>\d+)\])?: ?"
+SHORT = re.compile(r"(?P<mon>[A-Z][a-z]{2}) (?P<day>[ \d]\d) (?P<time>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,6}))? " + IDENT)
+ISO = re.compile(r"(?P<date>\d{4}-\d\d-\d\d)T(?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))?"
+                 r"(?P<tz>Z|[+-]\d\d:?\d\d)? " + IDENT)
+UNIX = re.compile(r"(?P<epoch>\d{9,11})(?:\.(?P<frac>\d{1,6}))? " + IDENT)
+# `docker logs -t` and other tools put an RFC 3339 or `date time` stamp before the message.
+STAMPED = re.compile(r"(?P<date>\d{4}-\d\d-\d\d)[T ](?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))?"
+                     r"(?P<tz>Z|[+-]\d\d:?\d\d)? (?=\S)")
+SGLANG_DATE = re.compile(r"\[(?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)")
+JOURNAL_HEADER_YEAR = re.compile(r"-- (?:Logs begin at|Journal begins at) \w+ (?P<year>\d{4})-")
+
+FORMATS = ("journal-short", "journal-iso", "journal-unix", "journal-json", "stamped", "plain")
+
+
+@dataclass
+class Envelope:
+    ts: str | None
+    host: str | None
+    ident: str | None
+    pid: int | None
+    message: str
+    unit: str | None = None
+
+
+@dataclass
+class TimeContext:
+    year: int
+    utc_offset: timedelta = timedelta(0)
+    last_month: int = 0
+
+
+def _fraction(frac: str | None) -> str:
+    return "." + frac[:6] if frac else ""
+
+
+def _local_from_epoch(seconds: float, ctx: TimeContext) -> str:
+    local = datetime.fromtimestamp(seconds, tz=timezone.utc) + ctx.utc_offset
+    return local.replace(tzinfo=None).isoformat(sep=" ")
+
+
+def read_short(line: str, ctx: TimeContext) -> Envelope:
+    m = SHORT.match(line)
+    if not m:
+        return Envelope(None, None, None, None, line)
+    month = MONTHS.get(m["mon"], 1)
+    if ctx.last_month and month < ctx.last_month:  # journal rolled over into a new year
+        ctx.year += 1
+    ctx.last_month = month
+    ts = f"{ctx.year:04d}-{month:02d}-{int(m['day']):02d} {m['time']}{_fraction(m['frac'])}"
+    return Envelope(ts, m["host"], m["ident"], _int(m["pid"]), line[m.end():])
+
+
+def read_iso(line: str, ctx: TimeContext) -> Envelope:
+    m = ISO.match(line)
+    if not m:
+        return Envelope(None, None, None, None, line)
+    ts = f"{m['date']} {m['time']}{_fraction(m['frac'])}"
+    return Envelope(ts, m["host"], m["ident"], _int(m["pid"]), line[m.end():])
+
+
+def read_unix(line: str, ctx: TimeContext) -> Envelope:
+    m = UNIX.match(line)
+    if not m:
+        return Envelope(None, None, None, None, line)
+    seconds = float(m["epoch"] + "." + (m["frac"] or "0"))
+    return Envelope(_local_from_epoch(seconds, ctx), m["host"], m["ident"], _int(m["pid"]), line[m.end():])
+
+
+def read_stamped(line: str, ctx: TimeContext) -> Envelope:
+    m = STAMPED.match(line)
+    if not m:
+        return Envelope(None, None, None, None, line)
+    ts = f"{m['date']} {m['time']}{_fraction(m['frac'])}"
+    return Envelope(ts, None, None, None, line[m.end():])
+
+
+def read_plain(line: str, ctx: TimeContext) -> Envelope:
+    return Envelope(None, None, None, None, line)
+
+
+def json_message(value: object) -> str:
+    """journald stores non-printable messages (tqdm `\\r` bars) as an array of byte values."""
+    if isinstance(value, list):
+        return bytes(v & 0xFF for v in value if isinstance(v, int)).decode("utf-8", "backslashreplace")
+    return "" if value is None else str(value)
+
+
+def read_json(line: str, ctx: TimeContext) -> Envelope:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return Envelope(None, None, None, None, line)
+    if not isinstance(record, dict):
+        return Envelope(None, None, None, None, line)
+    ts = None
+    realtime = record.get("__REALTIME_TIMESTAMP")
+    if realtime:
+        ts = _local_from_epoch(int(realtime) / 1e6, ctx)
+    unit = record.get("UNIT") or record.get("_SYSTEMD_UNIT")
+    return Envelope(ts, record.get("_HOSTNAME"), record.get("SYSLOG_IDENTIFIER") or record.get("_COMM"),
+                    _int(record.get("_PID")), json_message(record.get("MESSAGE")), unit)
+
+
+READERS: dict[str, Callable[[str, TimeContext], Envelope]] = {
+    "journal-short": read_short, "journal-iso": read_iso, "journal-unix": read_unix,
+    "journal-json": read_json, "stamped": read_stamped, "plain": read_plain,
+}
+
+
+def _int(value: object) -> int | None:
+    try:
+        return int(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+def detect_format(sample: Iterable[str]) -> str:
+    """Pick the envelope most of the first lines are written in; `plain` when none fits."""
+    lines = [ln for ln in sample if ln.strip() and not ln.startswith("-- ")]
+    if not lines:
+        return "plain"
+    if sum(ln.lstrip().startswith("{") and '"MESSAGE"' in ln for ln in lines) >= len(lines) * 0.5:
+        return "journal-json"
+    counts = {name: sum(1 for ln in lines if rx.match(ln))
+              for name, rx in (("journal-short", SHORT), ("journal-iso", ISO), ("journal-unix", UNIX),
+                               ("stamped", STAMPED))}
+    best = max(counts, key=lambda k: counts[k])
+    return best if counts[best] >= len(lines) * 0.3 else "plain"
+
+
+def infer_context(fmt: str, sample: Iterable[str], fallback_year: int) -> TimeContext:
+    """Year for year-less journal stamps; UTC offset for epoch stamps (from SGLang's own local times)."""
+    ctx = TimeContext(year=fallback_year)
+    for line in sample:
+        header = JOURNAL_HEADER_YEAR.search(line)
+        if header:
+            ctx.year = int(header["year"])
+        if fmt == "journal-json" and '"__REALTIME_TIMESTAMP"' in line:
+            offset = _offset_from_json(line)
+            if offset is not None:
+                ctx.utc_offset = offset
+                return ctx
+            continue
+        m = SGLANG_DATE.search(line)
+        if not m:
+            continue
+        if fmt == "journal-unix":
+            u = UNIX.match(line)
+            if u:
+                ctx.utc_offset = _round_offset(m["date"], m["time"], float(u["epoch"]))
+                return ctx
+            continue
+        ctx.year = int(m["date"][:4])
+        if fmt == "journal-short":
+            s = SHORT.match(line)
+            if s and MONTHS.get(s["mon"]) == 1 and m["date"][5:7] == "12":
+                ctx.year += 1  # the envelope is already in January of the next year
+        return ctx
+    return ctx
+
+
+def _offset_from_json(line: str) -> timedelta | None:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    m = SGLANG_DATE.search(json_message(record.get("MESSAGE")))
+    if not m or not record.get("__REALTIME_TIMESTAMP"):
+        return None
+    return _round_offset(m["date"], m["time"], int(record["__REALTIME_TIMESTAMP"]) / 1e6)
+
+
+def _round_offset(date: str, time: str, epoch: float) -> timedelta:
+    local = datetime.fromisoformat(f"{date} {time}")
+    utc = datetime.fromtimestamp(epoch, tz=timezone.utc).replace(tzinfo=None)
+    quarter_hours = round((local - utc).total_seconds() / 900)
+    return timedelta(seconds=quarter_hours * 900)
