@@ -128,12 +128,15 @@ def _collect(root: Path) -> tuple[list[Path], list[Path], list[tuple[Path, str]]
     storage_roots: list[Path] = []
     files: list[tuple[Path, str]] = []
     for directory, subdirs, names in os.walk(root):
-        subdirs.sort()
         here = Path(directory)
-        if opencode.is_storage_root(here):
+        if here == root and opencode.is_storage_root(here):
             storage_roots.append(here)
-            subdirs.clear()  # its files are read as one tree, not one by one
-            continue
+            break
+        # A storage tree is read as a whole, not file by file; checking subdirs here
+        # (rather than when walked) also catches symlinked trees, which os.walk skips.
+        trees = [here / name for name in sorted(subdirs) if opencode.is_storage_root(here / name)]
+        storage_roots.extend(trees)
+        subdirs[:] = sorted(name for name in subdirs if here / name not in trees)
         for name in sorted(names):
             file_path = here / name
             if not name.endswith(_CANDIDATE_SUFFIXES) or _read_elsewhere(file_path):
