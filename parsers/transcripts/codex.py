@@ -198,10 +198,14 @@ class _RolloutReader:
 
     # ------------------------------------------------------------------------- messages
 
+    def _line_id(self, line_no: int) -> str:
+        """Codex items have no ids: '<file>:<line>' is stable across re-reads."""
+        return f"{self.path.name}:{line_no}"
+
     def _new_message(self, line_no: int, envelope: _Envelope, role: str) -> Message:
         message = Message(
             session_id=self.session_id,
-            id=f"{self.path.name}:{line_no}",
+            id=self._line_id(line_no),
             index=self.message_count,
             role=role,
             created_at=envelope.timestamp,
@@ -218,7 +222,7 @@ class _RolloutReader:
         message = self._new_message(line_no, envelope, str(envelope.payload.get("role", "user")))
         message.text = content_text(envelope.payload.get("content"))
         yield message
-        yield _part(message, line_no, 0, envelope.payload, message.text)
+        yield _part(message, self._line_id(line_no), 0, envelope.payload, message.text)
 
     def _add_model_output(self, line_no: int, envelope: _Envelope) -> Iterator[Record]:
         if self.pending is None or not self.pending.accepting_items:
@@ -228,7 +232,8 @@ class _RolloutReader:
         item = envelope.payload
         pending.message.completed_at = envelope.timestamp or pending.message.completed_at
         text = _item_text(item)
-        pending.parts.append(_part(pending.message, line_no, len(pending.parts), item, text))
+        part = _part(pending.message, self._line_id(line_no), len(pending.parts), item, text)
+        pending.parts.append(part)
         if item.get("type") == "message":
             pending.message.text = join_texts([pending.message.text, text])
         elif item.get("type") in TOOL_CALL_ITEMS:
@@ -279,7 +284,7 @@ class _RolloutReader:
             session_id=self.session_id,
             message_id=message.id,
             message_index=message.index,
-            call_id=item.get("call_id") or f"{self.path.name}:{line_no}",
+            call_id=item.get("call_id") or self._line_id(line_no),
             tool=item.get("name") or _default_tool_name(item["type"]),
             input=_call_input(item),
             status="running",
@@ -336,11 +341,9 @@ class _RolloutReader:
         )
 
 
-def _part(message: Message, line_no: int, index: int, item: dict[str, Any], text: str | None) -> Part:
+def _part(message: Message, part_id: str, index: int, item: dict[str, Any], text: str | None) -> Part:
     data = {key: value for key, value in item.items() if key not in {"type", "content", "summary"}}
-    part_type = str(item.get("type", "unknown"))
-    return Part(message.session_id, message.id, f"{message.id.rsplit(':', 1)[0]}:{line_no}", index, part_type,
-                text, data)  # fmt: skip
+    return Part(message.session_id, message.id, part_id, index, str(item.get("type", "unknown")), text, data)
 
 
 def _item_text(item: dict[str, Any]) -> str | None:
