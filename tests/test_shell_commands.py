@@ -1,0 +1,215 @@
+import json
+from pathlib import Path
+
+import pytest
+from logmine.parsers.shell_commands import (
+    FileWrite,
+    ShellStep,
+    file_write_from_tool,
+    split_command,
+)
+
+SAMPLE_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "samples" / "kimi-k25"
+
+
+def only_step(command: str) -> ShellStep:
+    steps = split_command(command)
+    assert len(steps) == 1, steps
+    return steps[0]
+
+
+# --- ssh ------------------------------------------------------------------------------------------------
+
+
+def test_ssh_single_quoted_remote_command():
+    step = only_step("ssh root@10.1.230.174 'free -h'")
+    assert (step.host, step.user, step.command) == ("10.1.230.174", "root", "free -h")
+
+
+def test_ssh_double_quoted_remote_command_keeps_chain_in_one_step():
+    step = only_step('ssh admin@node "systemctl restart x && journalctl -u x -n 5; echo ok"')
+    assert step.host == "node"
+    assert step.command == "systemctl restart x && journalctl -u x -n 5; echo ok"
+
+
+def test_ssh_unquoted_remainder_is_joined_like_ssh_does():
+    step = only_step("ssh node systemctl restart sglang-kimi")
+    assert (step.host, step.user, step.command) == ("node", None, "systemctl restart sglang-kimi")
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        "-p 22",
+        "-p22",
+        "-i ~/.ssh/key",
+        "-o StrictHostKeyChecking=no",
+        "-oBatchMode=yes",
+        "-t",
+        "-tt -A",
+        "--",
+    ],
+)
+def test_ssh_options_with_and_without_arguments(options):
+    step = only_step(f"ssh {options} root@kimi-node 'uptime'")
+    assert (step.host, step.user, step.command) == ("kimi-node", "root", "uptime")
+
+
+def test_ssh_login_name_option_and_ssh_url():
+    assert only_step("ssh -l bob host ls").user == "bob"
+    step = only_step("ssh ssh://carol@gpu-1:2222 hostname")
+    assert (step.host, step.user, step.command) == ("gpu-1", "carol", "hostname")
+
+
+def test_local_commands_around_ssh_become_their_own_steps():
+    steps = split_command("sleep 20 && ssh root@node 'journalctl -u x -n 3' | grep -v Gloo > tail.txt")
+    assert [(s.host, s.command) for s in steps] == [
+        (None, "sleep 20"),
+        ("node", "journalctl -u x -n 3"),
+        (None, "grep -v Gloo > tail.txt"),
+    ]
+    assert steps[2].writes == [FileWrite("tail.txt", None, "redirect")]
+
+
+def test_nested_bash_lc_is_unwrapped():
+    step = only_step("ssh node 'bash -lc \"cd /opt && ls\"'")
+    assert (step.host, step.command) == ("node", "cd /opt && ls")
+
+
+def test_ssh_hop_inside_ssh_belongs_to_the_inner_host():
+    step = only_step("ssh jump 'ssh -p 2200 inner \"echo hi > /tmp/q\"'")
+    assert (step.host, step.command) == ("inner", "echo hi > /tmp/q")
+    assert step.writes == [FileWrite("/tmp/q", "hi\n", "redirect")]
+
+
+def test_ssh_reading_its_script_from_a_heredoc():
+    step = only_step("ssh node bash -s <<'EOF'\ncat > /etc/z.conf <<X\nzz\nX\nEOF")
+    assert step.host == "node"
+    assert step.writes == [FileWrite("/etc/z.conf", "zz\n", "heredoc")]
+
+
+def test_local_command_has_no_host():
+    assert only_step("ls -la /tmp") == ShellStep(None, None, "ls -la /tmp", [])
+
+
+# --- file writes ----------------------------------------------------------------------------------------
+
+UNIT = "[Unit]\nDescription=x\n\n[Service]\nExecStart=/usr/bin/true\n"
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        (f"cat > /etc/x.service <<EOF\n{UNIT}EOF", FileWrite("/etc/x.service", UNIT, "heredoc")),
+        (f"cat > /etc/x.service <<'EOF'\n{UNIT}EOF", FileWrite("/etc/x.service", UNIT, "heredoc")),
+        (f'cat > /etc/x.service << "EOF"\n{UNIT}EOF', FileWrite("/etc/x.service", UNIT, "heredoc")),
+        (f"cat <<EOF > /etc/x.service\n{UNIT}EOF", FileWrite("/etc/x.service", UNIT, "heredoc")),
+        (
+            f"cat >> /etc/x.service <<EOF\n{UNIT}EOF",
+            FileWrite("/etc/x.service", UNIT, "heredoc", append=True),
+        ),
+        (f"tee /etc/x.service <<EOF\n{UNIT}EOF", FileWrite("/etc/x.service", UNIT, "tee")),
+        (
+            f"sudo tee /etc/x.service > /dev/null <<EOF\n{UNIT}EOF",
+            FileWrite("/etc/x.service", UNIT, "sudo tee"),
+        ),
+        (f"sudo tee -a /etc/x.service <<EOF\n{UNIT}EOF", FileWrite("/etc/x.service", UNIT, "sudo tee", True)),
+        (f"cat <<'EOF' | sudo tee /etc/x.service\n{UNIT}EOF", FileWrite("/etc/x.service", UNIT, "sudo tee")),
+        (
+            "echo 'vm.swappiness=1' | sudo tee -a /etc/sysctl.conf",
+            FileWrite("/etc/sysctl.conf", "vm.swappiness=1\n", "sudo tee", True),
+        ),
+        ('echo "A=1" > /etc/default/x', FileWrite("/etc/default/x", "A=1\n", "redirect")),
+        ("echo -n hi >> log.txt", FileWrite("log.txt", "hi", "redirect", append=True)),
+        ("make all &> build.log", FileWrite("build.log", None, "redirect")),
+    ],
+)
+def test_file_write_shapes(command, expected):
+    assert only_step(command).writes == [expected]
+
+
+def test_heredoc_with_dash_strips_leading_tabs():
+    step = only_step("cat > /tmp/a <<-EOF\n\tindented\n\tEOF\necho done")
+    assert step.writes == [FileWrite("/tmp/a", "indented\n", "heredoc")]
+    assert step.command.endswith("echo done")
+
+
+def test_unquoted_heredoc_keeps_variables_literal():
+    step = only_step("cat > /tmp/env <<EOF\nHOME=$HOME\nEOF")
+    assert step.writes[0].content == "HOME=$HOME\n"
+
+
+def test_heredoc_inside_ssh_quotes_and_command_text_includes_body():
+    command = (
+        f"ssh root@kimi-node 'cat > /etc/systemd/system/k.service <<EOF\n{UNIT}EOF\nsystemctl daemon-reload'"
+    )
+    step = only_step(command)
+    assert step.writes == [FileWrite("/etc/systemd/system/k.service", UNIT, "heredoc")]
+    assert "ExecStart=/usr/bin/true" in step.command
+    assert step.command.endswith("systemctl daemon-reload")
+
+
+def test_sudo_sh_c_writes_are_found():
+    step = only_step("sudo sh -c 'echo 1 > /proc/sys/vm/drop_caches_log'")
+    assert step.writes == [FileWrite("/proc/sys/vm/drop_caches_log", "1\n", "redirect")]
+
+
+def test_dev_null_and_fd_redirects_are_not_writes():
+    assert only_step("journalctl -u x > /dev/null 2>&1; ls 2>/dev/null >&2").writes == []
+
+
+def test_tee_to_several_files():
+    writes = only_step("python3 bench.py 2>&1 | tee a.log b.log").writes
+    assert [(w.path, w.method, w.content) for w in writes] == [("a.log", "tee", None), ("b.log", "tee", None)]
+
+
+# --- robustness -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo 'unterminated > f",
+        'ssh host "unterminated',
+        "cat <<EOF > /f\nno terminator",
+        "ssh",
+        "ssh -p",
+        "",
+        "$(((",
+        "echo `unclosed",
+        "\\",
+        "a && || ; | &",
+    ],
+)
+def test_malformed_input_never_raises(command):
+    steps = split_command(command)
+    assert all(isinstance(s, ShellStep) for s in steps)
+
+
+def test_unterminated_heredoc_takes_the_rest_as_content():
+    assert only_step("cat <<EOF > /f\na\nb").writes == [FileWrite("/f", "a\nb\n", "heredoc")]
+
+
+# --- file tools -----------------------------------------------------------------------------------------
+
+
+def test_file_write_from_tool_calls():
+    assert file_write_from_tool("write", {"filePath": "/a", "content": "x"}) == FileWrite(
+        "/a", "x", "write_tool"
+    )
+    assert file_write_from_tool(
+        "Edit", {"file_path": "/b", "old_string": "o", "new_string": "n"}
+    ) == FileWrite("/b", "n", "edit_tool")
+    assert file_write_from_tool("bash", {"command": "ls"}) is None
+
+
+# --- the kimi-k25 sample session ------------------------------------------------------------------------
+
+
+def bash_commands(session: dict) -> list[str]:
+    return [
+        part["state"]["input"]["command"]
+        for message in session["messages"]
+        for part in message["parts"]
+        if part.get("type") == "tool" and part.get("tool") == "bash"
+    ]
