@@ -213,3 +213,51 @@ def bash_commands(session: dict) -> list[str]:
         for part in message["parts"]
         if part.get("type") == "tool" and part.get("tool") == "bash"
     ]
+
+
+def test_kimi_session_unit_file_writes():
+    path = SAMPLE_DIR / "session.opencode.json"
+    if not path.exists():
+        pytest.skip(f"{path} not present")
+    from logmine.parsers.launch_config import config_from_unit_or_command
+
+    commands = bash_commands(json.loads(path.read_text()))
+    assert len(commands) == 25
+    unit_writes = [
+        (step, write)
+        for command in commands
+        for step in split_command(command)
+        for write in step.writes
+        if write.path.endswith(".service")
+    ]
+    assert len(unit_writes) == 2
+    assert [(s.host, s.user) for s, _ in unit_writes] == [("10.1.230.174", "root")] * 2
+    assert [w.path for _, w in unit_writes] == ["/etc/systemd/system/sglang-kimi.service"] * 2
+    assert [w.method for _, w in unit_writes] == ["heredoc", "heredoc"]
+
+    configs = [config_from_unit_or_command(w.content) for _, w in unit_writes]
+    assert [c["hicache_ratio"] for c in configs] == [2.0, 4.0]
+    assert all(c["enable_hierarchical_cache"] is True for c in configs)
+    assert all(c["tp_size"] == 8 and c["mem_fraction_static"] == 0.88 for c in configs)
+    assert configs[0]["model_path"] == "/data/models/Kimi-K2.5"
+
+
+def test_kimi_unit_file_flags_agree_with_the_servers_dump():
+    session_path, journal_path = SAMPLE_DIR / "session.opencode.json", SAMPLE_DIR / "journal.txt"
+    if not (session_path.exists() and journal_path.exists()):
+        pytest.skip(f"{SAMPLE_DIR} not present")
+    from logmine.parsers.launch_config import config_from_unit_or_command, parse_server_args_repr
+
+    commands = bash_commands(json.loads(session_path.read_text()))
+    units = [
+        w.content for c in commands for s in split_command(c) for w in s.writes if w.path.endswith(".service")
+    ]
+    dumps = [
+        parse_server_args_repr(line)
+        for line in journal_path.read_text().splitlines()
+        if "server_args=" in line
+    ]
+    # Runs 2 and 3 were started by the two unit files the agent wrote.
+    for unit, dump in zip(units, dumps[1:], strict=True):
+        config = config_from_unit_or_command(unit)
+        assert config == {key: dump[key] for key in config}
