@@ -95,7 +95,10 @@ def _apply_assignment(unit: UnitFile, key: str, value: str) -> None:
             unit.environment.clear()
         unit.environment.update(_environment_pairs(value))
     elif key == "EnvironmentFile":
-        unit.environment_files = unit.environment_files + [value] if value else []
+        if value:
+            unit.environment_files.append(value)
+        else:
+            unit.environment_files.clear()
     elif key == "ExecStart":
         unit.exec_start = _EXEC_PREFIX_RE.sub("", value)
     elif key == "WorkingDirectory":

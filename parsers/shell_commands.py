@@ -442,7 +442,7 @@ def _redirect_writes(command: SimpleCommand, words: list[str]) -> list[FileWrite
             continue
         if not redirect.target or redirect.target.startswith(_DEV_FILES):
             continue
-        is_cat_heredoc = _has_heredoc(command) and [program_name(w) for w in words] == ["cat"]
+        is_cat_heredoc = len(words) == 1 and program_name(words[0]) == "cat" and _has_heredoc(command)
         method: WriteMethod = "heredoc" if is_cat_heredoc else "redirect"
         writes.append(
             FileWrite(
