@@ -219,6 +219,12 @@ def test_server_args_repr_values():
 
 def test_server_args_repr_without_prefix_and_empty():
     assert parse_server_args_repr("ServerArgs(tp_size=8)") == {"tp_size": 8}
+    # log_lines passes only the text after `ServerArgs(`.
+    assert parse_server_args_repr("model_path='x', cuda_graph_bs=[1, 2])") == {
+        "model_path": "x",
+        "cuda_graph_bs": [1, 2],
+    }
+    assert parse_server_args_repr("model_path='x', tp_si") == {"model_path": "x"}
     assert parse_server_args_repr("ServerArgs()") == {}
     assert parse_server_args_repr("") == {}
 
