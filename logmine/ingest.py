@@ -17,8 +17,8 @@ from pathlib import Path
 import duckdb
 
 from .parsers.envelopes import FORMATS, TimeContext, detect_format, infer_context
-from .parsers.events import EVENT_TABLES
-from .parsers.log_lines import ColumnBatch, LineParser, table_columns
+from .parsers.events import COMMON_COLUMNS, EVENT_TABLES
+from .parsers.log_lines import LINE_COLUMNS, NATIVE_COLUMNS, ColumnBatch, LineParser, table_columns
 from .sources import (
     BLOCK_BYTES,
     SNIFF_BYTES,
@@ -34,7 +34,7 @@ from .sources import (
     open_bytes,
     read_range,
 )
-from .store import append, run, connect, delete_rows, ensure_tables, find_source, next_source_id, upsert_source
+from .store import append, insert_lines, register_lines, run, connect, delete_rows, ensure_tables, find_source, next_source_id, upsert_source
 
 BATCH_LINES = 50_000
 TAIL_BYTES = 4096
@@ -202,15 +202,21 @@ def plan_resume(con: duckdb.DuckDBPyConnection, inp: Input, previous: dict | Non
 
 
 def flush(con: duckdb.DuckDBPyConnection, batch: ColumnBatch, report: SourceReport) -> None:
-    for table, columns in batch.tables.items():
-        append(con, table, columns, table_columns(table))
-    if "lines" in batch.tables:
-        kinds = Counter(batch.tables["lines"]["kind"])
-        untyped = kinds.pop(None, 0)
-        report.lines_read += len(batch)
-        report.lines_untyped += untyped
-        report.lines_typed += len(batch) - untyped
-        report.by_kind.update(kinds)
+    line_rows = batch.rows.get("lines", [])
+    register_lines(con, line_rows, LINE_COLUMNS, NATIVE_COLUMNS)
+    try:
+        insert_lines(con, "lines", LINE_COLUMNS)
+        for table, rows in batch.rows.items():
+            if table != "lines" and rows:
+                append(con, table, rows, table_columns(table), NATIVE_COLUMNS, inherit=COMMON_COLUMNS)
+    finally:
+        con.unregister("_logmine_lines")
+    kinds = Counter(row.get("kind") for row in line_rows)
+    untyped = kinds.pop(None, 0)
+    report.lines_read += len(line_rows)
+    report.lines_untyped += untyped
+    report.lines_typed += len(line_rows) - untyped
+    report.by_kind.update(kinds)
 
 
 def dedupe_stdin(con: duckdb.DuckDBPyConnection, report: SourceReport, content_hash: str) -> None:

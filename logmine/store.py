@@ -45,26 +45,73 @@ def ensure_tables(con: duckdb.DuckDBPyConnection, tables: Mapping[str, Mapping[s
         create_table(con, name, columns)
 
 
-def _arrow_column(values: list, duck_type: str) -> pa.Array:
-    if duck_type.startswith("MAP"):
-        return pa.array(values, type=pa.map_(pa.string(), pa.string()))
+INTEGER_TYPES = ("INTEGER", "BIGINT", "SMALLINT")
+
+
+def arrow_schema(columns: Mapping[str, str], native: Iterable[str]) -> pa.Schema:
+    """Arrow types for a batch: `native` columns arrive as Python ints/bools, the rest as text."""
+    native = set(native)
+    fields = []
+    for name, duck_type in columns.items():
+        if duck_type.startswith("MAP"):
+            arrow_type = pa.map_(pa.string(), pa.string())
+        elif name in native and duck_type.startswith(INTEGER_TYPES):
+            arrow_type = pa.int64()
+        elif name in native and duck_type == "BOOLEAN":
+            arrow_type = pa.bool_()
+        else:
+            arrow_type = pa.string()
+        fields.append(pa.field(name, arrow_type))
+    return pa.schema(fields)
+
+
+def to_arrow(rows: list[dict], schema: pa.Schema) -> pa.Table:
     try:
-        return pa.array(values)
+        return pa.Table.from_pylist(rows, schema=schema)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
-        return pa.array([None if v is None else str(v) for v in values], type=pa.string())
+        # A value of an unexpected Python type: fall back to text for that batch.
+        text_rows = [{k: v if v is None or isinstance(v, (list, bool, int)) else str(v) for k, v in r.items()}
+                     for r in rows]
+        return pa.Table.from_pylist(text_rows, schema=schema)
 
 
-def append(con: duckdb.DuckDBPyConnection, table: str, columns: Mapping[str, list],
-           types: Mapping[str, str]) -> None:
-    """Append one column batch; text values are cast to the column types by DuckDB in bulk."""
-    arrays = {name: _arrow_column(values, types[name]) for name, values in columns.items()}
-    batch = pa.table(arrays)
-    casts = ", ".join(f'TRY_CAST("{name}" AS {types[name].split(" PRIMARY")[0]}) AS "{name}"' for name in arrays)
-    con.register("_logmine_batch", batch)
+def _cast(name: str, duck_type: str, source: str = "b") -> str:
+    return f'TRY_CAST({source}."{name}" AS {duck_type.split(" PRIMARY")[0]})'
+
+
+def append(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict], columns: Mapping[str, str],
+           native: Iterable[str], inherit: Iterable[str] = ()) -> None:
+    """Append rows; text values are cast to the column types by DuckDB in bulk.
+
+    Columns named in `inherit` that a row leaves empty are taken from the row of the registered
+    `_logmine_lines` batch with the same `line_no` (an event's time, pid and ranks are its line's).
+    """
+    inherit = set(inherit) - {"line_no", "source_id"}
+    exprs = []
+    for name, duck_type in columns.items():
+        if name in inherit:
+            exprs.append(f'coalesce({_cast(name, duck_type)}, {_cast(name, duck_type, "l")}) AS "{name}"')
+        else:
+            exprs.append(f'{_cast(name, duck_type)} AS "{name}"')
+    source = "_logmine_batch AS b"
+    if inherit:
+        source += " LEFT JOIN _logmine_lines AS l ON l.line_no = b.line_no"
+    con.register("_logmine_batch", to_arrow(rows, arrow_schema(columns, native)))
     try:
-        run(con, f'INSERT INTO "{table}" BY NAME SELECT {casts} FROM _logmine_batch')
+        run(con, f'INSERT INTO "{table}" BY NAME SELECT {", ".join(exprs)} FROM {source}')
     finally:
         con.unregister("_logmine_batch")
+
+
+def register_lines(con: duckdb.DuckDBPyConnection, rows: list[dict], columns: Mapping[str, str],
+                   native: Iterable[str]) -> None:
+    """Make a batch of line rows visible as `_logmine_lines`, for `append(..., inherit=...)`."""
+    con.register("_logmine_lines", to_arrow(rows, arrow_schema(columns, native)))
+
+
+def insert_lines(con: duckdb.DuckDBPyConnection, table: str, columns: Mapping[str, str]) -> None:
+    exprs = ", ".join(f'{_cast(name, duck_type)} AS "{name}"' for name, duck_type in columns.items())
+    run(con, f'INSERT INTO "{table}" BY NAME SELECT {exprs} FROM _logmine_lines AS b')
 
 
 def delete_rows(con: duckdb.DuckDBPyConnection, tables: Iterable[str], source_id: int,

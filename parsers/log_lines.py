@@ -32,7 +32,9 @@ LINE_COLUMNS: dict[str, str] = {
     "ep": "SMALLINT", "level": "VARCHAR", "logger": "VARCHAR", "prefixed": "BOOLEAN", "kind": "VARCHAR",
     "group_line_no": "BIGINT", "message": "VARCHAR", "bad_utf8": "BOOLEAN",
 }
-RANKS = ("dp", "pp", "attn_cp", "moe_dp", "tp", "ep")
+# Columns the parser fills with Python ints/bools; every other value is text cast by the database.
+NATIVE_COLUMNS = frozenset({"source_id", "line_no", "pid", "dp", "pp", "attn_cp", "moe_dp", "tp", "ep",
+                            "group_line_no", "prefixed", "bad_utf8"})
 # Kinds whose text is itself a line of a traceback, so it joins the open traceback too.
 IN_TRACEBACK_KINDS = frozenset({"host_memory_short", "not_enough_memory"})
 SYSTEMD_TABLE = "systemd"
@@ -46,22 +48,20 @@ def table_columns(table: str) -> dict[str, str]:
 
 
 class ColumnBatch:
-    """Rows for several tables, stored column-wise."""
+    """Rows for several tables, as lists of dicts (turned into Arrow in one call per table).
+
+    Event rows carry only their own fields plus `line_no`; the store copies the common columns
+    (time, pid, ranks) from the line each event was read from.
+    """
 
     def __init__(self) -> None:
-        self.tables: dict[str, dict[str, list]] = {}
-        self.rows: dict[str, int] = defaultdict(int)
+        self.rows: dict[str, list[dict]] = defaultdict(list)
 
     def add(self, table: str, row: dict[str, object]) -> None:
-        columns = self.tables.get(table)
-        if columns is None:
-            columns = self.tables[table] = {name: [] for name in table_columns(table)}
-        for name, values in columns.items():
-            values.append(row.get(name))
-        self.rows[table] += 1
+        self.rows[table].append(row)
 
     def __len__(self) -> int:
-        return self.rows["lines"]
+        return len(self.rows["lines"])
 
 
 @dataclass
@@ -76,6 +76,7 @@ class LineParser:
     tracebacks: TracebackAssembler = field(default_factory=TracebackAssembler)
     last_ts: str | None = None
     last_date: str | None = None
+    last_kind: str | None = None
 
     def __post_init__(self) -> None:
         self.read_envelope = READERS[self.envelope]
@@ -113,6 +114,7 @@ class LineParser:
             self._classify_prefixed(body, row, batch)
         else:
             self._classify_unprefixed(body, progress, row, batch)
+        self.last_kind = row.get("kind")
         batch.add("lines", row)
 
     def finish(self, batch: ColumnBatch) -> None:
@@ -146,6 +148,8 @@ class LineParser:
             return
         if found is None:
             found = self._classify_raw(body, progress)
+        if found is None and self.last_kind == "python_warning" and body[:1].isspace():
+            found = Classified("python_warning_source", None, {})
         if found is not None and found.table == SYSTEMD_TABLE:
             for err in self.tracebacks.close_all():
                 self._emit_error(err, batch)
@@ -173,13 +177,11 @@ class LineParser:
             row["kind"] = found.kind
         if found.table is None:
             return
-        event = {name: row.get(name) for name in COMMON_COLUMNS}
-        event["kind"] = found.kind
         fields = found.fields
         if found.kind == "server_args":
             fields = server_args_fields(str(fields.get("args", "")))
-        event.update(fields)
-        batch.add(found.table, event)
+        fields["source_id"], fields["line_no"], fields["kind"] = row["source_id"], row["line_no"], found.kind
+        batch.add(found.table, fields)
 
     @staticmethod
     def _context(row: dict) -> dict[str, object]:
@@ -188,7 +190,8 @@ class LineParser:
     def _emit_error(self, err: OpenError, batch: ColumnBatch) -> None:
         event = dict(err.context)
         event["kind"] = "error"
-        event.update(error_fields(err))
+        event.update({k: None if v is None else str(v) for k, v in error_fields(err).items()})
+        event["line_no"] = err.first_line_no
         batch.add("errors", event)
 
 
@@ -196,4 +199,4 @@ def server_args_fields(args_text: str) -> dict[str, object]:
     """Type the dump with the repr-aware splitter; keep the count so truncated dumps are visible."""
     parsed = parse_server_args_repr(args_text)
     complete = args_text.rstrip().endswith(")")
-    return {"args": json.dumps(parsed, default=repr), "n_args": len(parsed), "truncated": not complete}
+    return {"args": json.dumps(parsed, default=repr), "n_args": str(len(parsed)), "truncated": str(not complete)}

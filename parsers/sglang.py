@@ -102,7 +102,8 @@ class Classifier:
                  notice_heads: Iterable[tuple[str, str]] = formats.NOTICE_HEADS) -> None:
         self.by_head: dict[str, list[CompiledPattern]] = {}
         self.fallback: list[CompiledPattern] = []
-        for spec in patterns:
+        # Access lines are the most frequent line without a literal head: try them first.
+        for spec in sorted(patterns, key=lambda p: p.kind != "http_request"):
             compiled = CompiledPattern(spec, re.compile(spec.regex))
             head = literal_head(spec.regex)
             if len(head) >= HEAD_CHARS:
@@ -143,27 +144,24 @@ class Classifier:
         return Classified(candidate.spec.kind, candidate.spec.table, fields)
 
 
+STATS_PAIR = re.compile(r"([^,:]+): ([^,]*(?:, (?![^,:]+: )[^,]*)*)")
+
+
 def parse_stats(text: str) -> dict[str, object]:
-    """`#running-req: 1, #token: 82, cuda graph: True, ` -> typed known keys plus an `extra` map."""
+    """`#running-req: 1, #token: 82, cuda graph: True, ` -> typed known keys plus an `extra` map.
+
+    A value runs to the next `, key: `, so v0.4.9 hybrid values such as `full=35, swa=35` stay whole.
+    """
     fields: dict[str, object] = {}
     extra: list[tuple[str, str]] = []
-    key = None
-    for piece in text.split(", "):
-        if not piece:
-            continue
-        name, sep, value = piece.partition(": ")
-        if not sep:
-            # v0.4.9 hybrid values such as `#token: full=35, swa=35` contain ", " themselves.
-            if key is not None:
-                extra.append((key, extra.pop()[1] + ", " + piece) if extra and extra[-1][0] == key else (key, piece))
-            continue
-        key = name.strip()
-        value = value.strip().rstrip(",")
-        column = formats.STATS_KEYS.get(key)
-        if column is None or column in fields:
-            extra.append((key, value))
+    known = formats.STATS_KEYS
+    for key, value in STATS_PAIR.findall(text.rstrip(", ")):
+        key = key.strip()
+        column = known.get(key)
+        if column is None or column in fields or "=" in value:
+            extra.append((key, value.strip()))
         else:
-            fields[column] = value.rstrip("%")
+            fields[column] = value.rstrip("% ")
             if column == "graph" and key != "cuda graph":
                 extra.append(("graph_label", key))
     if extra:
@@ -194,6 +192,7 @@ def split_carriage_returns(message: str) -> tuple[str, str | None]:
 
 TRACEBACK_START = re.compile(formats.TRACEBACK_START)
 CXX_ABORT_START = re.compile(formats.CXX_ABORT_START)
+FATAL_START = re.compile(formats.FATAL_START)
 EXCEPTION_LINE = re.compile(r"(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure)|"
                             r"[a-z_][\w]*\.[\w.]*[A-Z]\w*)(?:: (?P<message>.*))?$")
 OOM = re.compile(formats.OOM_TEXT, re.IGNORECASE)
@@ -228,9 +227,12 @@ def line_shape(line: str) -> str:
         return "chain"
     if stripped.startswith("Traceback (most recent call last)"):
         return "restart"
-    if line.startswith(("  what():", "frame #", "Exception raised from", "Extension modules:", "Fatal Python error",
-                        "Thread 0x", "Current thread", "  File")):
+    if line.startswith(("  what():", "frame #", "Exception raised from", "Extension modules:")):
         return "abort"
+    if line.startswith("Fatal Python error"):
+        return "fatal"
+    if line.startswith(("Thread 0x", "Current thread 0x")):
+        return "thread"
     if EXCEPTION_LINE.match(stripped):
         return "exception"
     return "other"
@@ -246,8 +248,17 @@ ACCEPTS = {
     "chain": {"blank", "restart"},
     "blank": {"restart", "chain"},
     "restart": {"file", "exception"},
-    "abort": {"abort", "other", "code", "blank"},
+    "abort": {"abort", "other", "code", "blank", "fatal", "thread", "file"},
+    # faulthandler's dump after an abort: `Thread 0x… (most recent call first):` and `  File "…", line N in f`.
+    "fatal": {"blank", "thread", "file", "abort"},
+    "thread": {"file", "blank", "thread"},
 }
+# The shape each state most expects next: used first, to separate interleaved tracebacks.
+EXPECTS = {"header": {"file"}, "restart": {"file"}, "file": {"code"}, "code": {"file", "exception"},
+           "exception": {"blank"}, "chain": {"blank"}, "blank": {"restart"}}
+# After an abort, file lines may follow thread headers, and blank lines separate the threads' stacks.
+ABORT_ACCEPTS = {**ACCEPTS, "file": {"file", "blank", "thread", "abort", "fatal"},
+                 "blank": {"thread", "fatal", "abort", "blank"}, "other": {"blank", "abort", "fatal"}}
 
 
 class TracebackAssembler:
@@ -261,7 +272,7 @@ class TracebackAssembler:
         m = TRACEBACK_START.search(body)
         is_abort = False
         if not m:
-            m = CXX_ABORT_START.match(body)
+            m = CXX_ABORT_START.match(body) or FATAL_START.match(body)
             is_abort = True
         if not m:
             return False
@@ -272,8 +283,8 @@ class TracebackAssembler:
 
     def feed(self, line: str, line_no: int) -> OpenError | None:
         """Offer an unprefixed line; returns the error it joined, or None when it belongs to none."""
-        if not self.open:
-            return None
+        if not self.open or TRACEBACK_START.search(line) or CXX_ABORT_START.match(line):
+            return None  # a new traceback or abort begins; the caller opens it
         shape = line_shape(line)
         err = self._owner(shape)
         if err is None:
@@ -291,8 +302,19 @@ class TracebackAssembler:
         return err
 
     def _owner(self, shape: str) -> OpenError | None:
-        for err in self.open:
-            if shape in ACCEPTS[err.last_shape] and len(err.lines) < MAX_TRACEBACK_LINES:
+        """The open error this line most likely continues.
+
+        Interleaved tracebacks of several ranks are told apart by what each expects next (a code line
+        after a File line, say); Python tracebacks are tried oldest first, C++ aborts newest first,
+        since aborts of several ranks print one after another.
+        """
+        candidates = [e for e in self.open if not e.is_abort] + [e for e in reversed(self.open) if e.is_abort]
+        candidates = [e for e in candidates if len(e.lines) < MAX_TRACEBACK_LINES]
+        for err in candidates:
+            if shape in EXPECTS.get(err.last_shape, ()):
+                return err
+        for err in candidates:
+            if shape in (ABORT_ACCEPTS if err.is_abort else ACCEPTS)[err.last_shape]:
                 return err
         return None
 
@@ -302,7 +324,7 @@ class TracebackAssembler:
         for err in self.open:
             err.idle += 1
             complete = err.exception_type is not None or (err.is_abort and err.exception_message is not None)
-            if (complete and err.last_shape in ("exception", "other", "blank", "abort")) or err.idle > 200:
+            if (complete and err.last_shape in ("exception", "other", "blank", "abort", "file")) or err.idle > 200:
                 done.append(err)
         if done:
             self.open = [e for e in self.open if e not in done]

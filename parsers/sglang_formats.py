@@ -351,6 +351,40 @@ NOTICE_HEADS: tuple[tuple[str, str], ...] = (
     ("request_log", "ReqTimeStats("),
     ("request_log", "Req Time Stats("),
     ("deprecation", "The following error message "),
+    ("deprecation", "Endpoint '"),
+    ("scheduler", "attn_tp_input_scattered is not enabled"),
+    ("scheduler", "Disabling overlap schedule"),
+    ("scheduler", "Disable prefill CUDA graph"),
+    ("scheduler", "Cuda graph is disabled"),
+    ("scheduler", "Fail to set RLIMIT_STACK"),
+    ("scheduler", "PROMETHEUS_MULTIPROC_DIR"),
+    ("scheduler", "world_size="),
+    ("scheduler", "load snapshot writer init failed"),
+    ("allreduce", "[AR] All-reduce call path"),
+    ("model", "Acceleration for non-quantized schemes"),
+    ("model", "using attn output gate"),
+    ("model", "Skipping broken AutoModel mapping"),
+    ("model", "tilelang not installed"),
+    ("model", "GDN kernel dispatcher"),
+    ("model", "Linear attention kernel backend"),
+    ("model", "Initializing MLIR"),
+    ("model", "Registering dialects"),
+    ("chat_template", "Auto-detected template features"),
+    ("chat_template", "Loading chat template"),
+    ("speculative", "DFLASH "),
+    ("speculative", "Initialized DFLASH"),
+    ("speculative", "Overriding draft attention backend"),
+    ("mlx", "MLX "),
+    ("mlx", "Loading MLX model"),
+    ("mlx", "Initializing MlxModelRunner"),
+    ("mlx", "Detected VLM architecture"),
+    ("mlx", "Auto-sized attention KV pool"),
+    ("cache", "Creating storage backend"),
+    ("cache", "Mooncake "),
+    ("cache", "Prefetching "),
+    ("cache", "Revoking prefetch"),
+    ("outbound_http", "Starting new HTTP connection"),
+    ("outbound_http", "Starting new HTTPS connection"),
 )
 
 # Shapes that are not SGLang's own but appear in the same stream (§1 "Unprefixed lines").
@@ -367,6 +401,12 @@ FOREIGN = (
             "vLLM", "INFO 03-07 12:29:02 __init__.py:190] Automatically detected platform cuda.", {"topic": "vllm"}),
     Pattern("glog", "notices", r"(?P<level>[IWEF])\d{4} [\d:.]+ +\d+ (?P<origin>[\w.]+:\d+)\] .*", "glog",
             "I0209 14:38:38.388 12345 transfer_engine.cpp:42] Transfer Engine started", {"topic": "glog"}),
+    Pattern("quantization_notice", "notices", r"(?P<detail>\w+) quantization is not fully optimized yet", "all",
+            "awq quantization is not fully optimized yet. The speed can be slower than non-quantized models.",
+            {"topic": "quantization"}),
+    Pattern("outbound_http", "notices", r"(?P<origin>https?://\S+) \"(?P<detail>[A-Z]+ \S+) HTTP/[\d.]+\" \d{3}",
+            "urllib3 debug", 'https://huggingface.co:443 "HEAD /x/config.json HTTP/1.1" 200 0',
+            {"topic": "outbound_http"}),
     Pattern("library_log", "notices", r"\[(?P<origin>transformers|aiter|ERROR)\] (?P<detail>.*)", "libraries",
             "[transformers] Unrecognized keys in `rope_parameters`", {"topic": "library"}),
 )
@@ -376,5 +416,6 @@ ALL_PATTERNS: tuple[Pattern, ...] = STARTUP + STATS + HTTP + SHUTDOWN + SYSTEMD 
 # ---------------------------------------------------------------- tracebacks and aborts (§5)
 TRACEBACK_START = r"(?:(?P<origin>\w+) hit an exception: )?Traceback \(most recent call last\):"
 CXX_ABORT_START = r"terminate called after throwing an instance of '(?P<origin>[^']+)'"
+FATAL_START = r"Fatal Python error: (?P<origin>.+)"
 OOM_TEXT = r"out of memory|OutOfMemoryError"
 HOST_MEMORY_TEXT = r"Not enough host memory"
