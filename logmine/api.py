@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from . import named_queries
+from . import derive, named_queries
 from .ingest import IngestReport, Progress
 from .ingest import ingest as _ingest_logs
 from .store import DEFAULT_DB, connect
@@ -24,8 +24,17 @@ from .store import DEFAULT_DB, connect
 
 def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None = None, tz: str | None = None,
            progress: Progress | None = None) -> IngestReport:
-    """Parse the inputs into typed events in the DuckDB file `db` (created if missing)."""
-    return _ingest_logs(paths, db=db, envelope=envelope, progress=progress)
+    """Parse the inputs into typed events in the DuckDB file `db` (created if missing).
+
+    Runs, configurations and config diffs are recomputed afterwards.
+    """
+    report = _ingest_logs(paths, db=db, envelope=envelope, progress=progress)
+    con = connect(db)
+    try:
+        derive.rebuild(con)
+    finally:
+        con.close()
+    return report
 
 
 @contextmanager
@@ -43,8 +52,37 @@ def query(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> pd.Dat
     return named_queries.run(con, name, **params)
 
 
-def sql(con: duckdb.DuckDBPyConnection, statement: str) -> pd.DataFrame:
-    return con.execute(statement).df()
+def sql(con: duckdb.DuckDBPyConnection, statement: str, **params: object) -> pd.DataFrame:
+    """Any SQL statement over the logmine tables; `$name` parameters are bound from `params`."""
+    return named_queries.run_sql(con, statement, **params)
+
+
+def runs(con: duckdb.DuckDBPyConnection, source: str | None = None) -> pd.DataFrame:
+    """The `runs` query: one row per server run."""
+    return query(con, "runs", source=source)
+
+
+def diff(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str) -> pd.DataFrame:
+    """Every server arg that differs between two runs, named `ORDINAL` or `SOURCE:ORDINAL`."""
+    configs = [run_config(con, ref) for ref in (run_a, run_b)]
+    changes = derive.config_changes(configs[0], configs[1])
+    return pd.DataFrame([{"key": k, run_a: a, run_b: b} for k, (a, b) in changes.items()],
+                        columns=["key", run_a, run_b])
+
+
+def run_config(con: duckdb.DuckDBPyConnection, ref: str) -> dict:
+    """The typed server args of a run named `ORDINAL` (first source) or `SOURCE:ORDINAL`."""
+    source, _, ordinal = ref.rpartition(":")
+    if not ordinal.isdigit():
+        raise LookupError(f"run {ref!r}: expected ORDINAL or SOURCE:ORDINAL")
+    found = named_queries.run_sql(con, """
+        SELECT c.args FROM runs AS r JOIN sources AS s USING (source_id) JOIN configs AS c USING (config_id)
+        WHERE r.ordinal = $ordinal AND ($source = '' OR s.display = $source OR s.path = $source
+                                        OR s.display LIKE '%' || $source)
+        ORDER BY r.source_id LIMIT 1""", ordinal=int(ordinal), source=source)
+    if found.empty:
+        raise LookupError(f"run {ref!r}: no such run with a server_args dump")
+    return found.iloc[0, 0]
 
 
 def unparsed(con: duckdb.DuckDBPyConnection, limit: int = 50) -> pd.DataFrame:

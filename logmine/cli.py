@@ -8,7 +8,7 @@ import sys
 import click
 import duckdb
 
-from . import api
+from . import api, named_queries
 from .render import FORMATS as OUTPUT_FORMATS
 from .render import render
 from .sources import InputError
@@ -54,6 +54,61 @@ def unparsed(db: str, fmt: str, limit: int) -> None:
         click.echo(render(api.unparsed(con, limit=limit), fmt))
 
 
+RUN_COLUMNS = ["source", "ordinal", "pid", "started_at", "ready_at", "ended_at", "end_reason", "load_seconds",
+               "weights_seconds", "ranks", "kv_tokens", "kv_gib_per_rank", "host_cache_gb_total", "http_requests"]
+
+
+@main.command()
+@DB_OPTION
+@click.option("--source", default=None, help="Only this source (display name or path).")
+@click.option("--format", "fmt", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True)
+def runs(db: str, source: str | None, fmt: str) -> None:
+    """Server runs: start, ready, end and why, load time, KV pool, traffic."""
+    with api.open_db(db) as con:
+        df = api.runs(con, source=source)
+    if fmt == "table":
+        df = df[RUN_COLUMNS].assign(source=df["source"].map(lambda p: p.rsplit("/", 1)[-1]))
+    click.echo(render(df, fmt))
+
+
+@main.command()
+@click.argument("name", required=False)
+@DB_OPTION
+@click.option("--run", "run_", type=int, default=None, help="Only this run ordinal.")
+@click.option("--source", default=None, help="Only this source (display name or path).")
+@click.option("--session", default=None, help="Only this agent session id.")
+@click.option("--format", "fmt", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True)
+def query(name: str | None, db: str, run_: int | None, source: str | None, session: str | None, fmt: str) -> None:
+    """Run a named query from queries/ (without NAME: list them)."""
+    if name is None:
+        for known in named_queries.names():
+            click.echo(f"{known:<16} {named_queries.description(known)}")
+        return
+    with api.open_db(db) as con:
+        click.echo(render(api.query(con, name, run=run_, source=source, session=session), fmt))
+
+
+@main.command()
+@click.argument("statement")
+@DB_OPTION
+@click.option("--format", "fmt", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True)
+def sql(statement: str, db: str, fmt: str) -> None:
+    """Run any SQL over the logmine tables."""
+    with api.open_db(db) as con:
+        click.echo(render(api.sql(con, statement), fmt))
+
+
+@main.command()
+@click.argument("run_a")
+@click.argument("run_b")
+@DB_OPTION
+@click.option("--format", "fmt", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True)
+def diff(run_a: str, run_b: str, db: str, fmt: str) -> None:
+    """Server args that differ between two runs (ORDINAL or SOURCE:ORDINAL)."""
+    with api.open_db(db) as con:
+        click.echo(render(api.diff(con, run_a, run_b), fmt))
+
+
 def fail(message: str) -> None:
     click.echo(f"logmine: {message}", err=True)
     sys.exit(2)
@@ -65,3 +120,5 @@ def run() -> None:
         main(standalone_mode=True)
     except duckdb.Error as exc:
         fail(f"database error: {str(exc).splitlines()[0]}")
+    except (LookupError, FileNotFoundError) as exc:
+        fail(str(exc).strip("'\""))

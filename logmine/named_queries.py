@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from importlib import resources
 
@@ -26,15 +27,24 @@ def text(name: str) -> str:
 
 def description(name: str) -> str:
     """The first line of the query's header comment."""
-    first = text(name).splitlines()[0]
-    return first.removeprefix("--").strip()
+    first = text(name).splitlines()[0].removeprefix("--").strip()
+    return first.removeprefix(f"{name}:").strip()
 
 
 def run(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> pd.DataFrame:
     """Run a named query; parameters it does not use are ignored, ones it uses default to NULL."""
-    sql = text(name)
+    return run_sql(con, text(name), **params)
+
+
+def run_sql(con: duckdb.DuckDBPyConnection, sql: str, **params: object) -> pd.DataFrame:
+    """Run SQL with `$name` parameters; JSON columns come back as Python objects."""
     used = {p: params.get(p) for p in PARAMETER.findall(_without_comments(sql))}
-    return con.execute(sql, used).df() if used else con.execute(sql).df()
+    result = con.execute(sql, used) if used else con.execute(sql)
+    json_columns = [d[0] for d in result.description if str(d[1]).upper() == "JSON"]
+    df = result.df()
+    for column in json_columns:
+        df[column] = df[column].map(lambda v: json.loads(v) if isinstance(v, str) else v)
+    return df
 
 
 def _without_comments(sql: str) -> str:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import io
 import json
 import math
+from datetime import datetime
 
+import numpy as np
 import pandas as pd
 from rich.console import Console
 from rich.table import Table
@@ -14,21 +16,19 @@ FORMATS = ("table", "csv", "json", "markdown")
 
 
 def plain_value(value: object) -> object:
-    """A JSON-ready value: timestamps as ISO text without zone, NaN as null, numpy scalars as Python."""
-    if value is None:
-        return None
-    if isinstance(value, pd.Timestamp):
-        return value.isoformat()
-    if hasattr(value, "isoformat"):
-        return value.isoformat()
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if hasattr(value, "item") and not isinstance(value, (list, dict, str)):
-        return value.item()
-    if isinstance(value, (list, tuple)) or type(value).__name__ == "ndarray":
-        return [plain_value(v) for v in value]
+    """A JSON-ready value: timestamps as ISO text without zone, missing values as None, numpy as Python."""
     if isinstance(value, dict):
         return {k: plain_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [plain_value(v) for v in value]
+    if value is None or value is pd.NaT or value is pd.NA:
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, (pd.Timestamp, datetime)):
+        return value.isoformat()
+    if isinstance(value, np.generic):
+        return plain_value(value.item())
     return value
 
 

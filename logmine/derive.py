@@ -1,0 +1,260 @@
+"""Derived tables rebuilt after every ingest: runs (server process lifetimes), configs and config diffs.
+
+A run is one server process lifetime. Boundaries come from systemd (`Starting`/`Started` of the unit),
+from a change of journald PID, or, in plain log files, from a new `server_args=` dump. Everything
+else about a run (load time, memory budget, traffic) is computed by the named queries from the event
+tables, joined to `runs` on `source_id` and the line range.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+
+import duckdb
+
+from .parsers.events import EVENT_TABLES
+from .store import create_table, run
+
+EVENT_TABLE_NAMES = [t.name for t in EVENT_TABLES]
+RUNS_COLUMNS = {
+    "source_id": "INTEGER", "ordinal": "INTEGER", "first_line_no": "BIGINT", "last_line_no": "BIGINT",
+    "pid": "INTEGER", "started_at": "TIMESTAMP", "ready_at": "TIMESTAMP", "ended_at": "TIMESTAMP",
+    "end_reason": "VARCHAR", "end_detail": "VARCHAR", "config_id": "VARCHAR",
+}
+CONFIG_COLUMNS = {"config_id": "VARCHAR", "args": "JSON", "n_args": "INTEGER"}
+DIFF_COLUMNS = {"source_id": "INTEGER", "from_run": "INTEGER", "to_run": "INTEGER", "key": "VARCHAR",
+                "old": "JSON", "new": "JSON"}
+
+# Line kinds the segmentation and the end-of-run reasoning look at.
+MARKER_KINDS = (
+    "systemd_starting", "systemd_started", "systemd_stopping", "systemd_stopped", "systemd_deactivated",
+    "systemd_main_exited", "systemd_failed_result", "systemd_restart_scheduled", "systemd_start_limit",
+    "systemd_failed_start", "systemd_oom_kill", "server_args", "uvicorn_started", "server_ready",
+    "sigterm", "sigquit", "rank_dead", "error", "subprocess_crashed", "watchdog_timeout",
+)
+CRASH_KINDS = {"error", "sigquit", "rank_dead", "subprocess_crashed", "watchdog_timeout", "systemd_oom_kill",
+               "systemd_restart_scheduled", "systemd_start_limit", "systemd_failed_start"}
+
+
+@dataclass
+class Marker:
+    line_no: int
+    kind: str
+    ts: object
+    pid: int | None
+    detail: str | None
+
+
+@dataclass
+class Run:
+    source_id: int
+    first_line_no: int
+    markers: list[Marker] = field(default_factory=list)
+    pids: Counter = field(default_factory=Counter)
+    last_line_no: int = 0
+    last_ts: object = None
+
+    def first(self, *kinds: str) -> Marker | None:
+        return next((m for m in self.markers if m.kind in kinds), None)
+
+    def has(self, *kinds: str) -> bool:
+        return self.first(*kinds) is not None
+
+
+def rebuild(con: duckdb.DuckDBPyConnection) -> None:
+    """Recompute runs, configs and config_diffs from the event tables."""
+    for name, columns in (("runs", RUNS_COLUMNS), ("configs", CONFIG_COLUMNS), ("config_diffs", DIFF_COLUMNS)):
+        run(con, f'DROP TABLE IF EXISTS "{name}"')
+        create_table(con, name, columns)
+    sources = [r[0] for r in run(con, "SELECT source_id FROM sources WHERE kind = 'log' ORDER BY source_id")]
+    configs: dict[str, tuple[str, int]] = {}
+    for source_id in sources:
+        runs = segment(con, source_id)
+        rows = [describe_run(r, i + 1, i + 1 == len(runs)) for i, r in enumerate(runs)]
+        attach_configs(con, source_id, rows, configs)
+        for row in rows:
+            run(con, f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join('?' for _ in row)})", list(row.values()))
+        insert_diffs(con, source_id, rows, configs)
+    for config_id, (args, n) in configs.items():
+        run(con, "INSERT INTO configs VALUES (?, ?, ?)", [config_id, args, n])
+    create_run_views(con)
+
+
+RANK_KEY = ("dp", "pp", "attn_cp", "moe_dp", "tp", "ep")
+
+
+def create_run_views(con: duckdb.DuckDBPyConnection) -> None:
+    """`<table>_by_run` views: each event with its run ordinal, rank label and model role.
+
+    The role is `draft` from a rank's second `Load weight begin` on (speculative decoding loads the
+    draft model after the target), else `target`.
+    """
+    same_rank = " AND ".join(f"e.{c} IS NOT DISTINCT FROM d.{c}" for c in RANK_KEY)
+    label = "concat_ws(' ', " + ", ".join(f"'{c.upper()}' || e.{c}" for c in RANK_KEY) + ")"
+    rank0 = " AND ".join(f"coalesce(e.{c}, 0) = 0" for c in RANK_KEY)
+    run(con, f"""CREATE OR REPLACE VIEW draft_starts AS
+        SELECT source_id, run, {', '.join(RANK_KEY)}, line_no AS draft_from_line FROM (
+            SELECT r.source_id, r.ordinal AS run, e.*, row_number() OVER (
+                PARTITION BY e.source_id, r.ordinal, {', '.join('e.' + c for c in RANK_KEY)} ORDER BY e.line_no) AS n
+            FROM weight_loads AS e JOIN runs AS r ON e.source_id = r.source_id
+             AND e.line_no BETWEEN r.first_line_no AND r.last_line_no
+            WHERE e.kind = 'load_weight_begin')
+        WHERE n = 2""")
+    for table in EVENT_TABLE_NAMES:
+        run(con, f"""CREATE OR REPLACE VIEW {table}_by_run AS
+            SELECT r.ordinal AS run, {label} AS rank, ({rank0}) AS is_rank0,
+                   CASE WHEN d.draft_from_line IS NOT NULL AND e.line_no >= d.draft_from_line
+                        THEN 'draft' ELSE 'target' END AS model_role,
+                   e.*
+            FROM {table} AS e
+            JOIN runs AS r ON e.source_id = r.source_id AND e.line_no BETWEEN r.first_line_no AND r.last_line_no
+            LEFT JOIN draft_starts AS d ON d.source_id = e.source_id AND d.run = r.ordinal AND {same_rank}""")
+
+
+def segment(con: duckdb.DuckDBPyConnection, source_id: int) -> list[Run]:
+    """Split a source's lines into runs."""
+    markers = [Marker(*row) for row in run(con, f"""
+        SELECT l.line_no, l.kind, l.ts, l.pid, l.message FROM lines AS l
+        WHERE l.source_id = ? AND l.kind IN ({', '.join("'" + k + "'" for k in MARKER_KINDS)})
+        ORDER BY l.line_no""", [source_id])]
+    pid_changes = [r[0] for r in run(con, """
+        SELECT line_no FROM (
+            SELECT line_no, pid, lag(pid) OVER (ORDER BY line_no) AS previous
+            FROM lines WHERE source_id = ? AND pid IS NOT NULL AND coalesce(ident, '') <> 'systemd'
+              AND kind IS DISTINCT FROM 'journald_suppressed')
+        WHERE previous IS NOT NULL AND pid <> previous""", [source_id])]
+    extent = run(con, "SELECT min(line_no), max(line_no), max(ts) FROM lines WHERE source_id = ?", [source_id])[0]
+    if extent[0] is None:
+        return []
+    boundaries = run_starts(markers, set(pid_changes), extent[0])
+    runs = [Run(source_id, b) for b in boundaries]
+    for current, following in zip(runs, runs[1:] + [None]):
+        current.last_line_no = following.first_line_no - 1 if following else extent[1]
+    index = 0
+    for m in markers:
+        while index + 1 < len(runs) and m.line_no >= runs[index + 1].first_line_no:
+            index += 1
+        runs[index].markers.append(m)
+    for r in runs:
+        rows = run(con, """SELECT pid, count(*) FROM lines WHERE source_id = ? AND line_no BETWEEN ? AND ?
+                           AND pid IS NOT NULL AND coalesce(ident, '') <> 'systemd' GROUP BY pid""",
+                   [source_id, r.first_line_no, r.last_line_no])
+        r.pids.update(dict(rows))
+        r.last_ts = run(con, "SELECT max(ts) FROM lines WHERE source_id = ? AND line_no BETWEEN ? AND ?",
+                        [source_id, r.first_line_no, r.last_line_no])[0][0]
+    if len(runs) > 1 and not runs[0].markers and not runs[0].pids:
+        # Lines before the first start (a journal header, a boot marker) belong to the first run.
+        runs[1].first_line_no = runs[0].first_line_no
+        runs = runs[1:]
+    return runs
+
+
+def run_starts(markers: list[Marker], pid_changes: set[int], first_line: int) -> list[int]:
+    """First line of each run.
+
+    Under systemd a run begins with the unit's `Starting` (or a `Started` without one). Elsewhere it
+    begins where the journald PID changes, or at a second `server_args=` dump within one run.
+    """
+    has_systemd = any(m.kind in ("systemd_starting", "systemd_started") for m in markers)
+    starts = [first_line]
+    previous_systemd = None
+    run_has_args = False
+    events = [(m.line_no, m.kind) for m in markers] + [(line, "pid_change") for line in pid_changes]
+    for line_no, kind in sorted(events):
+        new_run = False
+        if has_systemd:
+            new_run = kind == "systemd_starting" or (kind == "systemd_started" and previous_systemd != "systemd_starting")
+            if kind in ("systemd_starting", "systemd_started"):
+                previous_systemd = kind
+        elif kind == "pid_change":
+            new_run, run_has_args = True, False
+        elif kind == "server_args":
+            new_run, run_has_args = run_has_args, True
+        if new_run and line_no > starts[-1]:
+            starts.append(line_no)
+    return starts
+
+
+def describe_run(r: Run, ordinal: int, is_last: bool) -> dict[str, object]:
+    started = r.first("systemd_started")
+    first_ts = next((m.ts for m in r.markers if m.ts is not None), None)
+    ready = r.first("server_ready")
+    exited = r.first("systemd_main_exited")
+    stopped = r.first("systemd_stopped", "systemd_deactivated")
+    reason, detail = end_reason(r, is_last)
+    ended = exited or stopped
+    ended_at = ended.ts if ended else (None if reason == "running" else r.last_ts)
+    pid = r.pids.most_common(1)[0][0] if r.pids else None
+    if pid is None:
+        uvicorn = r.first("uvicorn_started")
+        pid = _int_in(uvicorn.detail) if uvicorn else None
+    return {
+        "source_id": r.source_id, "ordinal": ordinal, "first_line_no": r.first_line_no,
+        "last_line_no": r.last_line_no, "pid": pid, "started_at": started.ts if started else first_ts or r.last_ts,
+        "ready_at": ready.ts if ready else None, "ended_at": ended_at, "end_reason": reason,
+        "end_detail": detail, "config_id": None,
+    }
+
+
+def end_reason(r: Run, is_last: bool) -> tuple[str, str | None]:
+    """restarted, stopped, crashed (died after ready), failed (died while starting) or running."""
+    exited = r.first("systemd_main_exited")
+    detail = exited.detail.split(": ", 1)[-1] if exited and exited.detail else None
+    if r.has("systemd_stopping"):
+        # systemctl stop/restart: SGLang kills itself with SIGKILL, which is still an operator stop.
+        return ("stopped" if is_last else "restarted"), detail or "systemctl stop"
+    crash = next((m for m in r.markers if m.kind in CRASH_KINDS), None)
+    failed_exit = exited is not None and "status=0/" not in (exited.detail or "")
+    if crash or failed_exit or r.has("systemd_failed_result"):
+        why = detail or (crash.kind if crash else None)
+        return ("crashed" if r.has("server_ready") else "failed"), why
+    if r.has("sigterm"):
+        return ("stopped" if is_last else "restarted"), "SIGTERM"
+    if not is_last:
+        return "restarted", None
+    if exited or r.has("systemd_stopped", "systemd_deactivated"):
+        return "stopped", detail
+    return "running", None
+
+
+def attach_configs(con: duckdb.DuckDBPyConnection, source_id: int, rows: list[dict],
+                   configs: dict[str, tuple[str, int]]) -> None:
+    dumps = run(con, "SELECT line_no, args, n_args FROM server_args WHERE source_id = ? ORDER BY line_no",
+                [source_id])
+    for row in rows:
+        dump = next((d for d in dumps if row["first_line_no"] <= d[0] <= row["last_line_no"]), None)
+        if dump is None:
+            continue
+        canonical = json.dumps(json.loads(dump[1]), sort_keys=True)
+        config_id = hashlib.sha1(canonical.encode()).hexdigest()[:12]
+        configs.setdefault(config_id, (canonical, dump[2]))
+        row["config_id"] = config_id
+
+
+def config_changes(old: dict, new: dict) -> dict[str, tuple[object, object]]:
+    """Every key whose value differs (a key missing on one side counts as None there)."""
+    changed = {}
+    for key in list(old) + [k for k in new if k not in old]:
+        a, b = old.get(key), new.get(key)
+        if a != b or type(a) is not type(b):
+            changed[key] = (a, b)
+    return changed
+
+
+def insert_diffs(con: duckdb.DuckDBPyConnection, source_id: int, rows: list[dict],
+                 configs: dict[str, tuple[str, int]]) -> None:
+    with_config = [r for r in rows if r["config_id"]]
+    for before, after in zip(with_config, with_config[1:]):
+        old = json.loads(configs[before["config_id"]][0])
+        new = json.loads(configs[after["config_id"]][0])
+        for key, (a, b) in config_changes(old, new).items():
+            run(con, "INSERT INTO config_diffs VALUES (?, ?, ?, ?, ?, ?)",
+                [source_id, before["ordinal"], after["ordinal"], key, json.dumps(a), json.dumps(b)])
+
+
+def _int_in(text: str | None) -> int | None:
+    digits = "".join(ch if ch.isdigit() else " " for ch in text or "").split()
+    return int(digits[-1]) if digits else None

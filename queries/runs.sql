@@ -1,0 +1,114 @@
+-- runs: one row per server run (process lifetime): when it started, became ready and ended, why it
+-- ended, what it loaded, what memory it used and how much it served.
+--
+-- Per-rank figures are rank 0's (TP0, or the untagged rank of a TP=1 server); `host_cache_gb_total`
+-- sums every rank. `weights_*` and `kv_*` are the target model's; the draft model (speculative
+-- decoding) is the rank's second weight load. Memory in GiB (SGLang prints "GB" for GiB on the
+-- device); HiCache host memory in decimal GB as SGLang prints it.
+-- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
+WITH selected_runs AS (
+    SELECT r.*, s.display AS source
+    FROM runs AS r
+    JOIN sources AS s USING (source_id)
+    WHERE ($source IS NULL OR s.display = $source OR s.path = $source)
+      AND ($run IS NULL OR r.ordinal = $run)
+),
+rank0_weights AS (
+    SELECT source_id, run,
+           max(elapsed_s) FILTER (model_role = 'target' AND kind = 'load_weight_end') AS weights_elapsed_s,
+           max(ts) FILTER (model_role = 'target' AND kind = 'load_weight_begin') AS weights_begin,
+           max(ts) FILTER (model_role = 'target' AND kind = 'load_weight_end') AS weights_end,
+           max(mem_usage_gib) FILTER (model_role = 'target' AND kind = 'load_weight_end') AS weights_gib,
+           max(avail_mem_gib) FILTER (model_role = 'target' AND kind = 'load_weight_end') AS avail_after_gib,
+           max(mem_usage_gib) FILTER (model_role = 'draft' AND kind = 'load_weight_end') AS draft_weights_gib
+    FROM weight_loads_by_run
+    WHERE is_rank0
+    GROUP BY ALL
+),
+rank0_kv AS (
+    SELECT source_id, run,
+           max(tokens) FILTER (model_role = 'target') AS kv_tokens,
+           sum(coalesce(kv_size_gib, k_size_gib + v_size_gib)) FILTER (model_role = 'target') AS kv_gib
+    FROM kv_cache_by_run
+    WHERE is_rank0 AND kind = 'kv_cache_allocated'
+    GROUP BY ALL
+),
+ranks AS (
+    SELECT source_id, run, count(DISTINCT rank) AS ranks
+    FROM init_distributed_by_run
+    WHERE kind = 'init_distributed_begin'
+    GROUP BY ALL
+),
+capacity AS (
+    SELECT source_id, run, arg_max(available_gpu_mem_gib, line_no) AS available_gpu_mem_gib,
+           arg_max(max_total_num_tokens, line_no) AS max_total_num_tokens
+    FROM capacity_by_run
+    GROUP BY ALL
+),
+host_cache AS (
+    SELECT source_id, run,
+           max(host_gb) FILTER (is_rank0) AS host_cache_gb_per_rank,
+           sum(host_gb) AS host_cache_gb_total
+    FROM host_cache_by_run
+    WHERE kind = 'hicache_host_alloc'
+    GROUP BY ALL
+),
+traffic AS (
+    SELECT r.source_id, r.ordinal AS run,
+        (SELECT count(*) FROM prefill_batches AS p WHERE p.source_id = r.source_id
+            AND p.line_no BETWEEN r.first_line_no AND r.last_line_no) AS prefill_batches,
+        (SELECT count(*) FROM decode_batches AS d WHERE d.source_id = r.source_id
+            AND d.line_no BETWEEN r.first_line_no AND r.last_line_no) AS decode_batches,
+        (SELECT count(*) FROM http_requests AS h WHERE h.source_id = r.source_id
+            AND h.line_no BETWEEN r.first_line_no AND r.last_line_no) AS http_requests,
+        -- One retraction is printed by every rank at once: count distinct (second, figures).
+        (SELECT count(DISTINCT (date_trunc('second', x.ts), x.retracted_reqs, x.new_token_ratio_before,
+                                x.new_token_ratio_after))
+            FROM retractions AS x WHERE x.source_id = r.source_id
+            AND x.line_no BETWEEN r.first_line_no AND r.last_line_no) AS retractions
+    FROM selected_runs AS r
+),
+run_errors AS (
+    SELECT source_id, run,
+           list({'kind': CASE WHEN error_kind IN ('oom', 'host_memory') THEN error_kind ELSE 'exception' END,
+                 'origin': origin, 'rank': rank, 'last_line': last_line, 'line': first_line_no}
+                ORDER BY first_line_no) AS errors
+    FROM errors_by_run
+    GROUP BY ALL
+)
+SELECT
+    r.source,
+    r.ordinal,
+    r.pid,
+    r.started_at,
+    r.ready_at,
+    r.ended_at,
+    r.end_reason,
+    r.end_detail,
+    round(epoch(r.ready_at) - epoch(r.started_at), 2) AS load_seconds,
+    round(coalesce(w.weights_elapsed_s, epoch(w.weights_end) - epoch(w.weights_begin)), 2) AS weights_seconds,
+    coalesce(k.ranks, 0) AS ranks,
+    round(w.weights_gib, 2) AS weights_gib_per_rank,
+    round(w.avail_after_gib, 2) AS avail_after_weights_gib,
+    coalesce(kv.kv_tokens, c.max_total_num_tokens) AS kv_tokens,
+    round(kv.kv_gib, 2) AS kv_gib_per_rank,
+    round(w.draft_weights_gib, 2) AS draft_weights_gib_per_rank,
+    round(c.available_gpu_mem_gib, 2) AS available_gpu_mem_gib,
+    round(h.host_cache_gb_per_rank, 2) AS host_cache_gb_per_rank,
+    round(h.host_cache_gb_total, 2) AS host_cache_gb_total,
+    t.prefill_batches,
+    t.decode_batches,
+    t.http_requests,
+    t.retractions,
+    coalesce(e.errors, []) AS errors,
+    cfg.args AS config
+FROM selected_runs AS r
+LEFT JOIN rank0_weights AS w ON w.source_id = r.source_id AND w.run = r.ordinal
+LEFT JOIN rank0_kv AS kv ON kv.source_id = r.source_id AND kv.run = r.ordinal
+LEFT JOIN ranks AS k ON k.source_id = r.source_id AND k.run = r.ordinal
+LEFT JOIN capacity AS c ON c.source_id = r.source_id AND c.run = r.ordinal
+LEFT JOIN host_cache AS h ON h.source_id = r.source_id AND h.run = r.ordinal
+LEFT JOIN traffic AS t ON t.source_id = r.source_id AND t.run = r.ordinal
+LEFT JOIN run_errors AS e ON e.source_id = r.source_id AND e.run = r.ordinal
+LEFT JOIN configs AS cfg ON cfg.config_id = r.config_id
+ORDER BY r.source_id, r.ordinal;
