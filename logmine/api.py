@@ -11,30 +11,71 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 import duckdb
 import pandas as pd
 
-from . import derive, named_queries
-from .ingest import IngestReport, Progress
+from . import derive, named_queries, transcripts
+from .inputs import classify_inputs
+from .sources import InputError
+from .ingest import LOG_TABLES, IngestReport, Progress
 from .ingest import ingest as _ingest_logs
-from .store import DEFAULT_DB, connect
+from .parsers.log_lines import table_columns
+from .store import DEFAULT_DB, connect, ensure_tables, run
+
+
+@dataclass
+class Report:
+    """What one `ingest` did: the logs' line counts and the transcripts' record counts."""
+
+    logs: IngestReport
+    transcripts: list[transcripts.TranscriptReport] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        summary = self.logs.as_dict()
+        summary["transcripts"] = [t.as_dict() for t in self.transcripts]
+        return summary
 
 
 def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None = None, tz: str | None = None,
-           progress: Progress | None = None) -> IngestReport:
+           progress: Progress | None = None) -> Report:
     """Parse the inputs into typed events in the DuckDB file `db` (created if missing).
 
     Runs, configurations and config diffs are recomputed afterwards.
     """
-    report = _ingest_logs(paths, db=db, envelope=envelope, progress=progress)
+    log_paths, transcript_paths = classify_inputs(paths)
+    logs = _ingest_logs(log_paths, db=db, envelope=envelope, progress=progress) if log_paths \
+        else IngestReport(str(db))
+    report = Report(logs)
     con = connect(db)
     try:
-        derive.rebuild(con)
+        run(con, "BEGIN TRANSACTION")
+        ensure_tables(con, {name: table_columns(name) for name in LOG_TABLES})
+        transcripts.ensure_tables(con)
+        for path, fmt in transcript_paths:
+            report.transcripts.append(transcripts.ingest_transcript(con, path, fmt))
+        derive.rebuild(con, utc_offset=parse_offset(tz) if tz else None)
+        run(con, "COMMIT")
+    except BaseException:
+        run(con, "ROLLBACK")
+        raise
     finally:
         con.close()
     return report
+
+
+def parse_offset(tz: str) -> timedelta:
+    """`+01:00`, `-0500`, `UTC` -> the journal's offset from UTC."""
+    text = tz.strip().upper().removeprefix("UTC") or "+00:00"
+    sign = -1 if text.startswith("-") else 1
+    digits = text.lstrip("+-").replace(":", "")
+    if not digits.isdigit() or len(digits) not in (2, 4):
+        raise InputError(f"--tz {tz!r}: expected an offset such as +01:00")
+    hours, minutes = int(digits[:2]), int(digits[2:] or 0)
+    return sign * timedelta(hours=hours, minutes=minutes)
 
 
 @contextmanager
@@ -98,6 +139,10 @@ def summary_text(summary: dict) -> str:
                    f"{s['lines_typed']:,} typed, {s['lines_untyped']:,} untyped")
     out.append(f"total: {summary['lines_read']:,} lines read, {summary['lines_typed']:,} typed, "
                f"{summary['lines_untyped']:,} kept untyped (see `logmine unparsed`) -> {summary['db']}")
+    for t in summary.get("transcripts", []):
+        out.append(f"{t['path']}: {t['status']}, {t['format']}, {t['sessions']} sessions, {t['messages']} messages, "
+                   f"{t['tool_calls']} tool calls, {t['unknown_records']} unknown records kept")
+        out.extend(f"  skipped malformed input: {p}" for p in t["problems"][:20])
     kinds = summary["by_kind"]
     if kinds:
         width = max(len(k) for k in kinds)

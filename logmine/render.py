@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 FORMATS = ("table", "csv", "json", "markdown")
 
@@ -62,7 +63,7 @@ def render(df: pd.DataFrame, fmt: str = "table", width: int | None = None) -> st
     for col in df.columns:
         table.add_column(str(col), overflow="fold")
     for row in df.itertuples(index=False):
-        table.add_row(*(cell(v) for v in row))
+        table.add_row(*(Text(cell(v)) for v in row))  # Text: brackets in values are not markup
     buffer = io.StringIO()
     Console(file=buffer, width=width or 200, force_terminal=False).print(table)
     return buffer.getvalue().rstrip("\n")

@@ -7,7 +7,10 @@
 -- device); HiCache host memory in decimal GB as SGLang prints it.
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
 WITH selected_runs AS (
-    SELECT r.*, s.display AS source
+    -- Times to the second, as journalctl's default output shows them, whatever the input's precision.
+    SELECT r.* REPLACE (date_trunc('second', r.started_at) AS started_at, date_trunc('second', r.ready_at) AS ready_at,
+                        date_trunc('second', r.ended_at) AS ended_at),
+           s.display AS source
     FROM runs AS r
     JOIN sources AS s USING (source_id)
     WHERE ($source IS NULL OR s.display = $source OR s.path = $source)
@@ -87,7 +90,8 @@ SELECT
     r.end_detail,
     round(epoch(r.ready_at) - epoch(r.started_at), 2) AS load_seconds,
     round(coalesce(w.weights_elapsed_s, epoch(w.weights_end) - epoch(w.weights_begin)), 2) AS weights_seconds,
-    coalesce(k.ranks, 0) AS ranks,
+    coalesce(k.ranks, json_extract(cfg.args, '$.tp_size')::INTEGER * json_extract(cfg.args, '$.pp_size')::INTEGER,
+             0) AS ranks,
     round(w.weights_gib, 2) AS weights_gib_per_rank,
     round(w.avail_after_gib, 2) AS avail_after_weights_gib,
     coalesce(kv.kv_tokens, c.max_total_num_tokens) AS kv_tokens,

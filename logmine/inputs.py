@@ -1,0 +1,43 @@
+"""Sort what the user named into server logs and agent transcripts (files, directories, stdin)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .parsers.transcripts.detect import detect
+from .sources import InputError
+
+LOG_SUFFIXES = (".log", ".txt", ".jsonl", ".gz", ".zst", ".out", ".err")
+
+
+def classify_inputs(paths: list[str]) -> tuple[list[str], list[tuple[Path, str]]]:
+    """(log paths, [(transcript path, format)]); a directory may hold both kinds."""
+    logs: list[str] = []
+    transcripts: list[tuple[Path, str]] = []
+    for given in paths:
+        if given == "-":
+            logs.append(given)
+            continue
+        path = Path(given)
+        if not path.exists():
+            raise InputError(f"{given}: no such file or directory")
+        found = detect(path)
+        if found:
+            transcripts.append((path, found))
+        elif path.is_dir():
+            walk_directory(path, logs, transcripts)
+        else:
+            logs.append(given)
+    return logs, transcripts
+
+
+def walk_directory(root: Path, logs: list[str], transcripts: list[tuple[Path, str]]) -> None:
+    """Transcript trees (an opencode `storage/`) are taken whole; other files one by one."""
+    for child in sorted(root.iterdir()):
+        found = detect(child)
+        if found:
+            transcripts.append((child, found))
+        elif child.is_dir():
+            walk_directory(child, logs, transcripts)
+        elif child.name.endswith(LOG_SUFFIXES):
+            logs.append(str(child))
