@@ -52,7 +52,8 @@ def render(df: pd.DataFrame, fmt: str = "table", width: int | None = None) -> st
     if fmt == "json":
         return json.dumps(records(df), indent=2, default=str)
     if fmt == "csv":
-        return df.to_csv(index=False)
+        nested = df.map(lambda v: json.dumps(plain_value(v)) if isinstance(v, (dict, list, np.ndarray)) else v)
+        return nested.to_csv(index=False)
     if fmt == "markdown":
         header = "| " + " | ".join(df.columns) + " |"
         rule = "|" + "|".join("---" for _ in df.columns) + "|"

@@ -168,7 +168,7 @@ def enrich_tool_call(call: dict, rows: dict[str, list[dict]]) -> None:
                                      "command": step.command, "started_at": when, "exit_code": call["exit_code"]})
             writes.extend((step_no, step.host, w) for w in step.writes)
             launch = parse_launch_command(step.command)
-            if launch:
+            if launch and "model_path" in launch:  # `launch_server --help` configures nothing
                 rows["config_snapshots"].append({**base, "host": step.host, "path": None,
                                                  "origin": "launch_command", "written_at": when,
                                                  "args": json.dumps(launch, default=repr)})

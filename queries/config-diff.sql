@@ -1,0 +1,17 @@
+-- config-diff: every server arg that changed between consecutive runs of a source, old and new value.
+--
+-- Values are typed as the `server_args=ServerArgs(...)` dump prints them (bool, int, float, None,
+-- lists, strings), defaults included, so an unpinned `random_seed` shows up as a change too.
+-- Parameters: $source (display name or path, NULL for all), $run (the later run's ordinal).
+SELECT
+    s.display AS source,
+    d.from_run,
+    d.to_run,
+    d.key,
+    d.old,
+    d.new
+FROM config_diffs AS d
+JOIN sources AS s USING (source_id)
+WHERE ($source IS NULL OR s.display = $source OR s.path = $source)
+  AND ($run IS NULL OR d.to_run = $run)
+ORDER BY d.source_id, d.to_run, d.key;

@@ -1,0 +1,26 @@
+-- errors: why runs crashed. One row per error with its whole traceback, where it is in the log,
+-- which rank printed it, and the run it ended (or happened in).
+--
+-- `error_kind` is oom (CUDA/NPU out of memory), host_memory (HiCache asked for more pinned host
+-- memory than was free), abort (C++ terminate) or exception.
+-- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
+SELECT
+    s.display AS source,
+    e.run,
+    e.rank,
+    e.ts,
+    e.error_kind,
+    e.origin,
+    e.exception_type,
+    e.last_line,
+    e.first_line_no,
+    e.last_line_no,
+    e.n_lines,
+    r.end_reason AS run_end_reason,
+    e.text
+FROM errors_by_run AS e
+JOIN sources AS s USING (source_id)
+JOIN runs AS r ON r.source_id = e.source_id AND r.ordinal = e.run
+WHERE ($source IS NULL OR s.display = $source OR s.path = $source)
+  AND ($run IS NULL OR e.run = $run)
+ORDER BY e.source_id, e.first_line_no;

@@ -1,0 +1,66 @@
+-- load-time: how long each start took and where the time went, per run and rank.
+--
+-- Phases (seconds): until torch distributed init begins; init; target weights (SGLang's `elapsed`
+-- where logged, else begin to end); KV pool allocation; HiCache host pool (allocating and pinning
+-- host memory can take minutes); CUDA graph capture; draft model weights and graphs (speculative
+-- decoding), each rank's own; the HiCache host pool is timed from the rank's `Allocating` line to the
+-- HTTP server starting (SGLang pins the host memory in between); then warmup until the server is ready. `slowest` marks the rank that finished its
+-- startup last: the one the whole server waited for.
+-- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
+WITH selected AS (
+    SELECT r.*, s.display AS source FROM runs AS r JOIN sources AS s USING (source_id)
+    WHERE ($source IS NULL OR s.display = $source OR s.path = $source)
+      AND ($run IS NULL OR r.ordinal = $run)
+),
+server_up AS (
+    SELECT source_id, run, min(ts) AS server_up_at
+    FROM server_events_by_run WHERE kind IN ('uvicorn_started', 'uvicorn_running', 'uvicorn_startup')
+    GROUP BY ALL
+),
+milestones AS (
+    SELECT source_id, run, rank, dp, pp, tp, kind, model_role, ts, elapsed_s, NULL::VARCHAR AS phase FROM init_distributed_by_run
+    UNION ALL SELECT source_id, run, rank, dp, pp, tp, kind, model_role, ts, elapsed_s, phase FROM weight_loads_by_run
+    UNION ALL SELECT source_id, run, rank, dp, pp, tp, kind, model_role, ts, NULL, NULL FROM memory_pool_by_run
+    UNION ALL SELECT source_id, run, rank, dp, pp, tp, kind, model_role, ts, NULL, NULL FROM host_cache_by_run
+    UNION ALL SELECT source_id, run, rank, dp, pp, tp, kind, coalesce(role, model_role), ts, elapsed_s, phase
+              FROM cuda_graphs_by_run
+),
+per_rank AS (
+    SELECT source_id, run, rank, dp, pp, tp,
+        min(ts) FILTER (kind = 'init_distributed_begin') AS init_begin,
+        max(elapsed_s) FILTER (kind = 'init_distributed_end') AS init_s,
+        min(ts) FILTER (kind = 'init_distributed_end') AS init_end,
+        min(ts) FILTER (kind = 'load_weight_begin' AND model_role = 'target') AS weights_begin,
+        min(ts) FILTER (kind = 'load_weight_end' AND model_role = 'target') AS weights_end,
+        max(elapsed_s) FILTER (kind = 'load_weight_end' AND model_role = 'target') AS weights_elapsed,
+        min(ts) FILTER (kind = 'memory_pool_end' AND model_role = 'target') AS kv_end,
+        min(ts) FILTER (kind = 'hicache_host_alloc') AS host_alloc_at,
+        min(ts) FILTER (kind = 'cuda_graph_begin' AND model_role = 'target') AS graph_begin,
+        sum(elapsed_s) FILTER (kind = 'cuda_graph_end' AND model_role = 'target') AS graph_s,
+        max(ts) FILTER (kind = 'cuda_graph_end' AND model_role = 'target') AS graph_end,
+        min(ts) FILTER (kind = 'load_weight_begin' AND model_role = 'draft') AS draft_begin,
+        max(elapsed_s) FILTER (kind = 'load_weight_end' AND model_role = 'draft') AS draft_weights_s,
+        sum(elapsed_s) FILTER (kind = 'cuda_graph_end' AND model_role = 'draft') AS draft_graph_s,
+        max(ts) FILTER (kind <> 'hicache_host_alloc') AS last_startup_event
+    FROM milestones
+    GROUP BY ALL
+)
+SELECT
+    sel.source,
+    sel.ordinal AS run,
+    p.rank,
+    round(epoch(p.init_begin) - epoch(sel.started_at), 2) AS to_init_s,
+    round(coalesce(p.init_s, epoch(p.init_end) - epoch(p.init_begin)), 2) AS init_s,
+    round(coalesce(p.weights_elapsed, epoch(p.weights_end) - epoch(p.weights_begin)), 2) AS weights_s,
+    round(epoch(p.kv_end) - epoch(p.weights_end), 2) AS kv_pool_s,
+    round(epoch(u.server_up_at) - epoch(p.host_alloc_at), 2) AS host_cache_s,
+    round(p.graph_s, 2) AS cuda_graph_s,
+    round(p.draft_weights_s, 2) AS draft_weights_s,
+    round(p.draft_graph_s, 2) AS draft_graph_s,
+    round(epoch(sel.ready_at) - epoch(u.server_up_at), 2) AS warmup_s,
+    round(epoch(sel.ready_at) - epoch(sel.started_at), 2) AS total_s,
+    p.last_startup_event = max(p.last_startup_event) OVER (PARTITION BY sel.source_id, sel.ordinal) AS slowest
+FROM selected AS sel
+JOIN per_rank AS p ON p.source_id = sel.source_id AND p.run = sel.ordinal
+LEFT JOIN server_up AS u ON u.source_id = sel.source_id AND u.run = sel.ordinal
+ORDER BY sel.source_id, sel.ordinal, p.dp NULLS FIRST, p.pp NULLS FIRST, p.tp NULLS FIRST;

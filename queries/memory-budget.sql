@@ -1,0 +1,94 @@
+-- memory-budget: what each configuration cost in GPU and host memory, per run and rank, and a
+-- total over ranks (rank = 'all ranks').
+--
+-- GiB throughout for the device (SGLang prints "GB" but divides by 2^30). SGLang sizes the KV pool
+-- as rest = avail after weights - memory before load x (1 - mem_fraction_static); `kv_formula_gib`
+-- is that figure computed from the log, beside the KV size SGLang logged, so a reader sees whether
+-- the numbers add up (`kv_gap_gib` near 0) or something else (draft model, page alignment,
+-- --max-total-tokens) took a share. HiCache host pools are in decimal GB as logged, and in GiB.
+-- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
+WITH selected AS (
+    SELECT r.*, s.display AS source,
+           TRY_CAST(json_extract(c.args, '$.mem_fraction_static') AS DOUBLE) AS mem_fraction_static
+    FROM runs AS r JOIN sources AS s USING (source_id) LEFT JOIN configs AS c USING (config_id)
+    WHERE ($source IS NULL OR s.display = $source OR s.path = $source)
+      AND ($run IS NULL OR r.ordinal = $run)
+),
+weights AS (
+    SELECT source_id, run, rank, any_value(dp) AS dp, any_value(pp) AS pp, any_value(tp) AS tp,
+        max(avail_mem_gib) FILTER (kind = 'load_weight_begin' AND model_role = 'target') AS before_load_gib,
+        max(mem_usage_gib) FILTER (kind = 'load_weight_end' AND model_role = 'target') AS weights_gib,
+        max(avail_mem_gib) FILTER (kind = 'load_weight_end' AND model_role = 'target') AS after_weights_gib,
+        max(mem_usage_gib) FILTER (kind = 'load_weight_end' AND model_role = 'draft') AS draft_weights_gib
+    FROM weight_loads_by_run GROUP BY ALL
+),
+kv AS (
+    SELECT source_id, run, rank,
+        max(tokens) FILTER (model_role = 'target') AS kv_tokens,
+        sum(coalesce(kv_size_gib, k_size_gib + v_size_gib)) FILTER (model_role = 'target') AS kv_gib,
+        sum(coalesce(kv_size_gib, k_size_gib + v_size_gib)) FILTER (model_role = 'draft') AS draft_kv_gib,
+        sum(coalesce(conv_state_gib, 0) + coalesce(ssm_state_gib, 0)) FILTER (pool = 'mamba') AS mamba_state_gib
+    FROM kv_cache_by_run WHERE kind IN ('kv_cache_allocated', 'mamba_cache_allocated') GROUP BY ALL
+),
+graphs AS (
+    SELECT source_id, run, rank, sum(mem_usage_gib) FILTER (kind = 'cuda_graph_end') AS cuda_graph_gib,
+           arg_max(avail_mem_gib, line_no) FILTER (kind = 'cuda_graph_end') AS after_graphs_gib
+    FROM cuda_graphs_by_run GROUP BY ALL
+),
+host AS (
+    SELECT source_id, run, rank, sum(host_gb) FILTER (kind = 'hicache_host_alloc') AS host_cache_gb,
+           max(requested_gb) FILTER (kind = 'host_memory_short') AS host_requested_gb,
+           max(free_gb) FILTER (kind = 'host_memory_short') AS host_free_gb
+    FROM host_cache_by_run GROUP BY ALL
+),
+capacity AS (
+    SELECT source_id, run, arg_max(available_gpu_mem_gib, line_no) AS available_gpu_mem_gib
+    FROM capacity_by_run GROUP BY ALL
+),
+per_rank AS (
+    SELECT sel.source, sel.source_id, sel.ordinal AS run, w.rank, w.dp, w.pp, w.tp,
+        w.before_load_gib, w.weights_gib, w.after_weights_gib, sel.mem_fraction_static,
+        w.before_load_gib * (1 - sel.mem_fraction_static) AS reserve_gib,
+        w.after_weights_gib - w.before_load_gib * (1 - sel.mem_fraction_static) AS kv_formula_gib,
+        kv.kv_tokens, kv.kv_gib, kv.mamba_state_gib, w.draft_weights_gib, kv.draft_kv_gib, g.cuda_graph_gib,
+        coalesce(CASE WHEN w.rank = '' OR w.tp = 0 THEN c.available_gpu_mem_gib END, g.after_graphs_gib)
+            AS final_available_gib,
+        h.host_cache_gb, h.host_cache_gb * 1e9 / 2^30 AS host_cache_gib, h.host_requested_gb, h.host_free_gb
+    FROM selected AS sel
+    JOIN weights AS w ON w.source_id = sel.source_id AND w.run = sel.ordinal
+    LEFT JOIN kv ON kv.source_id = w.source_id AND kv.run = w.run AND kv.rank = w.rank
+    LEFT JOIN graphs AS g ON g.source_id = w.source_id AND g.run = w.run AND g.rank = w.rank
+    LEFT JOIN host AS h ON h.source_id = w.source_id AND h.run = w.run AND h.rank = w.rank
+    LEFT JOIN capacity AS c ON c.source_id = w.source_id AND c.run = w.run
+),
+with_totals AS (
+    SELECT *, 0 AS is_total FROM per_rank
+    UNION ALL
+    SELECT any_value(source), source_id, run, 'all ranks', NULL, NULL, NULL,
+        sum(before_load_gib), sum(weights_gib), sum(after_weights_gib), any_value(mem_fraction_static),
+        sum(reserve_gib), sum(kv_formula_gib), sum(kv_tokens)::BIGINT, sum(kv_gib), sum(mamba_state_gib),
+        sum(draft_weights_gib), sum(draft_kv_gib), sum(cuda_graph_gib), sum(final_available_gib),
+        sum(host_cache_gb), sum(host_cache_gib), sum(host_requested_gb), any_value(host_free_gb), 1
+    FROM per_rank GROUP BY source_id, run
+)
+SELECT source, run, rank,
+    round(before_load_gib, 2) AS gpu_before_load_gib,
+    round(weights_gib, 2) AS weights_gib,
+    round(after_weights_gib, 2) AS after_weights_gib,
+    mem_fraction_static,
+    round(reserve_gib, 2) AS reserve_gib,
+    kv_tokens,
+    round(kv_gib, 2) AS kv_gib,
+    round(kv_formula_gib, 2) AS kv_formula_gib,
+    round(kv_formula_gib - kv_gib, 2) AS kv_gap_gib,
+    round(mamba_state_gib, 2) AS mamba_state_gib,
+    round(draft_weights_gib, 2) AS draft_weights_gib,
+    round(draft_kv_gib, 2) AS draft_kv_gib,
+    round(cuda_graph_gib, 2) AS cuda_graph_gib,
+    round(final_available_gib, 2) AS final_available_gib,
+    round(host_cache_gb, 2) AS host_cache_gb,
+    round(host_cache_gib, 2) AS host_cache_gib,
+    host_requested_gb,
+    host_free_gb
+FROM with_totals
+ORDER BY source_id, run, is_total, dp NULLS FIRST, pp NULLS FIRST, tp NULLS FIRST;

@@ -1,0 +1,49 @@
+-- serving: what each run served: batches, HTTP requests by status, KV usage, prefix-cache hits,
+-- decode throughput percentiles, speculative acceptance and retractions.
+--
+-- `cache_hit_share` is cached / (cached + new) prefill tokens; throughput figures are SGLang's own
+-- per-interval `gen throughput (token/s)`, so percentiles are over log intervals, not requests.
+-- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
+WITH selected AS (
+    SELECT r.source_id, r.ordinal AS run, s.display AS source
+    FROM runs AS r JOIN sources AS s USING (source_id)
+    WHERE ($source IS NULL OR s.display = $source OR s.path = $source)
+      AND ($run IS NULL OR r.ordinal = $run)
+),
+prefill AS (
+    SELECT source_id, run, count(*) AS prefill_batches, sum(new_tokens)::BIGINT AS prefill_new_tokens,
+           sum(cached_tokens)::BIGINT AS prefill_cached_tokens,
+           round(sum(cached_tokens) / nullif(sum(cached_tokens) + sum(new_tokens), 0), 4) AS cache_hit_share
+    FROM prefill_batches_by_run GROUP BY ALL
+),
+decode AS (
+    SELECT source_id, run, count(*) AS decode_batches, max(token_usage) AS token_usage_peak,
+           max(running_req) AS running_req_peak, max(queue_req) AS queue_req_peak,
+           round(quantile_cont(gen_throughput_tok_s, 0.5), 2) AS decode_tok_s_p50,
+           round(quantile_cont(gen_throughput_tok_s, 0.9), 2) AS decode_tok_s_p90,
+           round(quantile_cont(gen_throughput_tok_s, 0.99), 2) AS decode_tok_s_p99,
+           round(avg(accept_len), 3) AS accept_len_mean
+    FROM decode_batches_by_run GROUP BY ALL
+),
+http AS (
+    SELECT source_id, run, sum(n)::BIGINT AS http_requests, coalesce(sum(n) FILTER (status >= 400), 0)::BIGINT AS http_errors,
+           json_group_object(method || ' ' || route || ' ' || status, n) AS requests_by_path_status
+    FROM (SELECT source_id, run, method, split_part(path, '?', 1) AS route, status, count(*) AS n
+          FROM http_requests_by_run GROUP BY ALL)
+    GROUP BY source_id, run
+),
+retracted AS (
+    SELECT source_id, run,
+           count(DISTINCT (date_trunc('second', ts), retracted_reqs, new_token_ratio_before)) AS retractions
+    FROM retractions_by_run GROUP BY ALL
+)
+SELECT sel.source, sel.run, p.prefill_batches, d.decode_batches, h.http_requests, h.http_errors,
+       p.prefill_new_tokens, p.prefill_cached_tokens, p.cache_hit_share, d.token_usage_peak,
+       d.running_req_peak, d.queue_req_peak, d.decode_tok_s_p50, d.decode_tok_s_p90, d.decode_tok_s_p99,
+       d.accept_len_mean, coalesce(x.retractions, 0) AS retractions, h.requests_by_path_status
+FROM selected AS sel
+LEFT JOIN prefill AS p USING (source_id, run)
+LEFT JOIN decode AS d USING (source_id, run)
+LEFT JOIN http AS h USING (source_id, run)
+LEFT JOIN retracted AS x USING (source_id, run)
+ORDER BY sel.source_id, sel.run;
