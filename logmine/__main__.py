@@ -1,0 +1,5 @@
+"""`python -m logmine` is the `logmine` command."""
+
+from .cli import run
+
+run()

@@ -1,0 +1,40 @@
+"""Shared fixtures: where ../shared is, and databases ingested once per test session."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from logmine import api
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+SAMPLE = SHARED / "samples" / "kimi-k25"
+CORPUS = SHARED / "corpus" / "sglang"
+
+
+def shared_path(*parts: str) -> Path:
+    """A path under ../shared, or a clean skip when that folder is absent."""
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"{path} is absent")
+    return path
+
+
+@pytest.fixture(scope="session")
+def ingested(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., duckdb.DuckDBPyConnection]:
+    """ingested(path, ...) -> read-only connection to a database holding those inputs (cached)."""
+    cache: dict[tuple[str, ...], Path] = {}
+
+    def make(*paths: Path | str) -> duckdb.DuckDBPyConnection:
+        key = tuple(str(p) for p in paths)
+        if key not in cache:
+            db = tmp_path_factory.mktemp("db") / "logmine.duckdb"
+            api.ingest(list(key), db=db)
+            cache[key] = db
+        return duckdb.connect(str(cache[key]), read_only=True)
+
+    return make

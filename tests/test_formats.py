@@ -1,0 +1,122 @@
+"""The declarative format table and the line grammar, through a real ingest of lines written here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from logmine import api
+from logmine.parsers import sglang_formats as formats
+
+
+def ingest_lines(tmp_path: Path, lines: list[str], name: str = "server.log") -> duckdb.DuckDBPyConnection:
+    log = tmp_path / name
+    log.write_text("\n".join(lines) + "\n")
+    db = tmp_path / "t.duckdb"
+    api.ingest([str(log)], db=db)
+    return duckdb.connect(str(db), read_only=True)
+
+
+def kinds_of(con: duckdb.DuckDBPyConnection) -> list[str | None]:
+    return [r[0] for r in con.execute("SELECT kind FROM lines ORDER BY line_no").fetchall()]
+
+
+def test_every_pattern_example_is_typed_as_its_kind(tmp_path: Path) -> None:
+    """Each entry of the format table carries a real example line; all of them must type."""
+    lines = [f"[2026-03-01 10:00:{i % 60:02d} TP0] {p.example}" for i, p in enumerate(formats.ALL_PATTERNS)]
+    con = ingest_lines(tmp_path, lines)
+    got = kinds_of(con)
+    expected = [p.kind for p in formats.ALL_PATTERNS]
+    assert [(e, g) for e, g in zip(expected, got) if e != g] == []
+
+
+def test_every_notice_head_is_recognised(tmp_path: Path) -> None:
+    lines = [f"[2026-03-01 10:00:00] {head} and the rest" for _, head in formats.NOTICE_HEADS]
+    con = ingest_lines(tmp_path, lines)
+    topics = [r[0] for r in con.execute("SELECT topic FROM notices ORDER BY line_no").fetchall()]
+    assert topics == [topic for topic, _ in formats.NOTICE_HEADS]
+
+
+def test_prefix_grammar_across_versions(tmp_path: Path) -> None:
+    con = ingest_lines(tmp_path, [
+        "[11:19:46 TP0] Decode batch. #running-req: 1, #token: 234, token usage: 0.00, "
+        "gen throughput (token/s): 147.64, #queue-req: 0",
+        "[2026-03-01 23:45:58.123 TP1] Decode batch, #running-req: 2, #token: 82, token usage: 0.00, "
+        "cuda graph: True, gen throughput (token/s): 73.90, #queue-req: 0",
+        "[2026-01-04 04:40:51 DP3 TP12 EP12] Decode batch, #running-req: 4, #token: 24576, token usage: 0.10, "
+        "accept len: 2.79, accept rate: 0.70, pre-allocated usage: 0.00, #prealloc-req: 0, cpu graph: True, "
+        "gen throughput (token/s): 0.40, #queue-req: 0, ",
+        "[2026-01-04 04:40:52 DP1 PP0 ATTN_CP1 MOE_DP2 TP4 EP4] Decode batch [4567], #running-req: 1, #token: 9, "
+        "token usage: 0.01, cuda graph: False, gen throughput (token/s): 1.00, #queue-req: 0",
+    ])
+    rows = con.execute("""SELECT dp, pp, attn_cp, moe_dp, tp, ep, running_req, tokens, graph, accept_len,
+                                 forward_iter, extra['pre-allocated usage'], strftime(ts, '%H:%M:%S.%g')
+                          FROM decode_batches ORDER BY line_no""").fetchall()
+    assert rows == [
+        (None, None, None, None, 0, None, 1, 234, None, None, None, None, "11:19:46.000"),
+        (None, None, None, None, 1, None, 2, 82, True, None, None, None, "23:45:58.123"),
+        (3, None, None, None, 12, 12, 4, 24576, True, 2.79, None, "0.00", "04:40:51.000"),
+        (1, 0, 1, 2, 4, 4, 1, 9, False, None, 4567, None, "04:40:52.000"),
+    ]
+
+
+def test_foreign_shape_and_uvicorn_lines_with_and_without_time(tmp_path: Path) -> None:
+    con = ingest_lines(tmp_path, [
+        "[2026-03-25 11:06:20] INFO server_args.py:1835: Attention backend not specified. Use flashinfer.",
+        "[2026-03-25 11:06:21] WARNING model_config.py:814: Something new that no pattern knows.",
+        '[2026-03-25 11:06:22] INFO:     127.0.0.1:51234 - "POST /generate HTTP/1.1" 200 OK',
+        'INFO:     ::1:51235 - "GET /health HTTP/1.1" 503 Service Unavailable',
+    ])
+    assert kinds_of(con) == ["notice", "log_record", "http_request", "http_request"]
+    assert con.execute("SELECT client, method, path, status FROM http_requests ORDER BY line_no").fetchall() == [
+        ("127.0.0.1:51234", "POST", "/generate", 200), ("::1:51235", "GET", "/health", 503)]
+
+
+def test_two_ranks_interleaved_tracebacks_are_two_errors_with_every_line(tmp_path: Path) -> None:
+    con = ingest_lines(tmp_path, [
+        "[2026-06-11 05:11:58 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        "[2026-06-11 05:11:58 TP1] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/sglang/srt/managers/scheduler.py", line 4025, in run_scheduler_process',
+        '  File "/sglang/srt/managers/scheduler.py", line 4025, in run_scheduler_process',
+        "    scheduler = Scheduler(",
+        "    scheduler = Scheduler(",
+        '  File "/sglang/srt/mem_cache/memory_pool_host.py", line 88, in __init__',
+        '  File "/sglang/srt/mem_cache/memory_pool_host.py", line 88, in __init__',
+        "    raise ValueError(",
+        "    raise ValueError(",
+        "ValueError: Not enough host memory available. Requesting 120.34 GB but only have 88.10 GB free. "
+        "Please reduce the size of the hierarchical cache.",
+        "ValueError: Not enough host memory available. Requesting 120.34 GB but only have 88.10 GB free. "
+        "Please reduce the size of the hierarchical cache.",
+        "",
+        "[2026-06-11 05:11:59] Received sigquit from a child process. It usually means the child failed.",
+    ])
+    errors = con.execute("SELECT tp, error_kind, exception_type, n_lines FROM errors ORDER BY first_line_no").fetchall()
+    assert [e[:3] for e in errors] == [(0, "host_memory", "ValueError"), (1, "host_memory", "ValueError")]
+    # Six lines each; SGLang's closing blank line goes to one of them: nothing is lost.
+    assert sorted(e[3] for e in errors) == [6, 7]
+    assert con.execute("SELECT count(*) FROM lines WHERE group_line_no IS NOT NULL").fetchone()[0] == 13
+    assert con.execute("SELECT list(requested_gb) FROM host_cache").fetchone()[0] == [120.34, 120.34]
+
+
+def test_cxx_abort_glued_to_progress_bar_is_an_oom_error(tmp_path: Path) -> None:
+    con = ingest_lines(tmp_path, [
+        "Capturing batches (bs=24 avail_mem=11.91 GB):  11%|#  | 1/9 [00:23<03:10]\rCapturing batches (bs=22): "
+        " 11%|# | 1/9 [00:23<03:10] terminate called after throwing an instance of 'c10::Error'",
+        "  what():  NPU out of memory. Tried to allocate 4.00 GiB (NPU 4; 61.27 GiB total capacity)",
+        "Exception raised from malloc at build/compiler_depend.ts:1634 (most recent call first):",
+        "frame #0: c10::Error::Error() + 0xb0 (0xfffe211948c0 in libc10.so)",
+        "[2026-01-19 20:23:40 DP0 TP0 EP0] Load weight begin. avail mem=60.00 GB",
+    ])
+    assert con.execute("SELECT error_kind, origin, n_lines FROM errors").fetchall() == [("oom", "c10::Error", 4)]
+    assert kinds_of(con)[-1] == "load_weight_begin"
+
+
+def test_sglang_line_starting_mid_line_after_a_progress_bar(tmp_path: Path) -> None:
+    con = ingest_lines(tmp_path, [
+        "Loading shards:  50% Completed | 1/2 [00:03<00:03]\r[2026-02-09 14:38:28 TP1] Load weight end. "
+        "elapsed=4.43 s, type=Qwen3MoeForCausalLM, quant=awq, bits=4, avail mem=10.25 GB, mem usage=21.20 GB."])
+    assert con.execute("SELECT tp, elapsed_s, quant, mem_usage_gib FROM weight_loads").fetchall() == [
+        (1, 4.43, "awq", 21.2)]

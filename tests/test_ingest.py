@@ -1,0 +1,157 @@
+"""Ingest behaviour a user relies on: every envelope, nothing lost, idempotent, clear errors."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+import zstandard
+
+from logmine import api
+
+MESSAGES = [
+    "[2026-03-01 23:45:58 TP0] Load weight begin. avail mem=78.64 GB",
+    "[2026-03-01 23:45:59 TP0] KV Cache is allocated. #tokens: 1743556, K size: 29.93 GB, V size: 29.93 GB",
+    '[2026-03-01 23:46:00] INFO:     127.0.0.1:51234 - "POST /generate HTTP/1.1" 200 OK',
+    "sglang-x.service: Main process exited, code=exited, status=1/FAILURE",
+]
+EPOCH = 1772408758  # 2026-03-01 23:45:58 UTC
+
+
+def envelope_lines(fmt: str) -> list[str]:
+    """The same four messages as journalctl prints them in each output mode (host time = UTC)."""
+    out = []
+    for i, message in enumerate(MESSAGES):
+        ident = "systemd[1]" if message.startswith("sglang-x") else "python3[4242]"
+        sec = f"23:4{5 + (i + 58) // 60}:{(58 + i) % 60:02d}"
+        if fmt == "short":
+            out.append(f"Mar 01 {sec} gpu-node {ident}: {message}")
+        elif fmt == "short-precise":
+            out.append(f"Mar 01 {sec}.123456 gpu-node {ident}: {message}")
+        elif fmt == "short-iso":
+            out.append(f"2026-03-01T{sec}+0000 gpu-node {ident}: {message}")
+        elif fmt == "short-unix":
+            out.append(f"{EPOCH + i}.123456 gpu-node {ident}: {message}")
+        elif fmt == "cat":
+            out.append(message)
+        elif fmt == "json":
+            out.append(json.dumps({"__REALTIME_TIMESTAMP": str((EPOCH + i) * 1_000_000), "_PID": ident[-5:-1],
+                                   "SYSLOG_IDENTIFIER": ident.split("[")[0], "_HOSTNAME": "gpu-node",
+                                   "MESSAGE": message}))
+    return out
+
+
+def ingest(tmp_path: Path, paths: list[Path], **kw) -> tuple[dict, duckdb.DuckDBPyConnection]:
+    db = tmp_path / "t.duckdb"
+    report = api.ingest([str(p) for p in paths], db=db, **kw).as_dict()
+    return report, duckdb.connect(str(db), read_only=True)
+
+
+@pytest.mark.parametrize("fmt, detected", [
+    ("short", "journal-short"), ("short-precise", "journal-short"), ("short-iso", "journal-iso"),
+    ("short-unix", "journal-unix"), ("cat", "plain"), ("json", "journal-json"),
+])
+def test_every_journal_output_mode_gives_the_same_events(tmp_path: Path, fmt: str, detected: str) -> None:
+    log = tmp_path / f"journal-{fmt}.txt"
+    log.write_text("-- Boot 8c2f0a --\n" * (fmt != "json") + "\n".join(envelope_lines(fmt)) + "\n")
+    report, con = ingest(tmp_path, [log])
+    assert report["sources"][0]["format"] == detected
+    kinds = [r[0] for r in con.execute("SELECT kind FROM lines WHERE kind <> 'journal_marker' ORDER BY line_no")
+             .fetchall()]
+    assert kinds == ["load_weight_begin", "kv_cache_allocated", "http_request", "systemd_main_exited"]
+    assert con.execute("SELECT tokens, k_size_gib FROM kv_cache").fetchall() == [(1743556, 29.93)]
+    first = con.execute("SELECT strftime(ts, '%Y-%m-%d %H:%M:%S') FROM lines WHERE kind = 'load_weight_begin'")
+    assert first.fetchone()[0] == "2026-03-01 23:45:58"
+
+
+def test_compressed_inputs(tmp_path: Path) -> None:
+    text = ("\n".join(envelope_lines("short")) + "\n").encode()
+    (tmp_path / "a.log.gz").write_bytes(gzip.compress(text))
+    (tmp_path / "b.log.zst").write_bytes(zstandard.ZstdCompressor().compress(text))
+    report, con = ingest(tmp_path, [tmp_path / "a.log.gz", tmp_path / "b.log.zst"])
+    assert [s["lines_typed"] for s in report["sources"]] == [4, 4]
+
+
+def test_reingest_adds_nothing_and_a_grown_file_adds_only_new_lines(tmp_path: Path) -> None:
+    log = tmp_path / "journal.txt"
+    lines = envelope_lines("short")
+    log.write_text("\n".join(lines[:2]) + "\n")
+    db = tmp_path / "t.duckdb"
+    first = api.ingest([str(log)], db=db).as_dict()
+    again = api.ingest([str(log)], db=db).as_dict()
+    with log.open("a") as f:
+        f.write("\n".join(lines[2:]) + "\n")
+    grown = api.ingest([str(log)], db=db).as_dict()
+    assert (first["lines_read"], again["lines_read"], grown["lines_read"]) == (2, 0, 2)
+    assert grown["sources"][0]["status"] == "grown"
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute("SELECT list(line_no ORDER BY line_no) FROM lines").fetchone()[0] == [1, 2, 3, 4]
+
+
+def test_truncated_last_line_is_kept_and_completed_later(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text(MESSAGES[0] + "\n" + MESSAGES[1][:40])
+    db = tmp_path / "t.duckdb"
+    api.ingest([str(log)], db=db)
+    with log.open("a") as f:
+        f.write(MESSAGES[1][40:] + "\n")
+    api.ingest([str(log)], db=db)
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute("SELECT line_no, kind FROM lines ORDER BY line_no").fetchall() == [
+        (1, "load_weight_begin"), (2, "kv_cache_allocated")]
+
+
+def test_invalid_utf8_and_huge_lines_are_kept(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    huge = "[2026-03-01 23:45:58] Receive: obj=GenerateReqInput(text='" + "x" * 250_000 + "')"
+    log.write_bytes(b"[2026-03-01 23:45:58] caf\xe9 \xff broken bytes\n" + huge.encode() + b"\n")
+    report, con = ingest(tmp_path, [log])
+    assert report["lines_read"] == 2
+    rows = con.execute("SELECT bad_utf8, length(message), kind FROM lines ORDER BY line_no").fetchall()
+    assert rows[0][0] is True and rows[1][1] == len(huge) and rows[1][2] == "notice"
+    assert "\\xe9" in con.execute("SELECT message FROM lines WHERE line_no = 1").fetchone()[0]
+
+
+def test_empty_file_is_fine(tmp_path: Path) -> None:
+    (tmp_path / "empty.log").write_text("")
+    report, _ = ingest(tmp_path, [tmp_path / "empty.log"])
+    assert report["lines_read"] == 0
+
+
+def run_cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "logmine", *args], input=stdin, capture_output=True,
+                          timeout=120)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda p: None, "no such file or directory"),
+    (lambda p: p.write_bytes(bytes(range(256)) * 64), "binary data"),
+])
+def test_bad_inputs_get_one_line_errors(tmp_path: Path, make, message: str) -> None:
+    target = tmp_path / "input.log"
+    make(target)
+    result = run_cli("ingest", str(target), "--db", str(tmp_path / "t.duckdb"))
+    err = result.stderr.decode()
+    assert result.returncode == 2 and message in err and str(target) in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_stdin_and_json_summary_contract(tmp_path: Path) -> None:
+    text = ("\n".join(envelope_lines("short")) + "\nan unknown line 42\n").encode()
+    db = str(tmp_path / "t.duckdb")
+    result = run_cli("ingest", "-", "--db", db, "--json", stdin=text)
+    assert result.returncode == 0, result.stderr.decode()
+    summary = json.loads(result.stdout)
+    assert (summary["lines_read"], summary["lines_typed"], summary["lines_untyped"]) == (5, 4, 1)
+    assert summary["by_kind"]["kv_cache_allocated"] == 1
+    assert summary["sources"][0]["lines_read"] == 5
+    again = json.loads(run_cli("ingest", "-", "--db", db, "--json", stdin=text).stdout)
+    assert again["lines_read"] == 0
+    unparsed = json.loads(run_cli("unparsed", "--db", db, "--format", "json").stdout)
+    assert unparsed == [{"template": "an unknown line <n>", "count": 1, "example": "an unknown line 42",
+                         "source": "<stdin>", "line": 5}]
