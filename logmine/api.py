@@ -24,6 +24,7 @@ from .sources import InputError
 from .ingest import LOG_TABLES, IngestReport, Progress
 from .ingest import ingest as _ingest_logs
 from .parsers.log_lines import table_columns
+from .render import render  # noqa: F401 - part of the public API
 from .store import DEFAULT_DB, connect, ensure_tables, run
 
 

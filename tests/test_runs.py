@@ -1,0 +1,103 @@
+"""Runs, configurations and the named queries against scenarios whose answers are known."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from logmine import api
+
+from .conftest import CORPUS, SAMPLE, shared_path
+
+RENDERINGS = ["journal.txt", "journal.jsonl", "journal-cat.txt"]
+# journalctl -o cat drops the envelope, so systemd's own lines carry no time and no PID: the
+# start/end times that only systemd logged, and a PID that only journald knew, cannot be read.
+NOT_IN_CAT_OUTPUT = {"started_at", "ended_at", "load_seconds", "pid"}
+
+
+def rounded(value: object) -> object:
+    return round(value, 2) if isinstance(value, float) else value
+
+
+@pytest.mark.parametrize("rendering", RENDERINGS)
+def test_kimi_runs_match_truth(rendering: str, ingested) -> None:
+    truth = json.loads(shared_path("samples", "kimi-k25", "truth.json").read_text())
+    con = ingested(SAMPLE / rendering)
+    runs = json.loads(api.render(api.runs(con), "json"))
+    assert [r["ordinal"] for r in runs] == [t["ordinal"] for t in truth["runs"]]
+    for got, want in zip(runs, truth["runs"]):
+        for key, value in want.items():
+            if key == "config":
+                assert {k: got["config"][k] for k in value} == value
+            elif rendering == "journal-cat.txt" and key in NOT_IN_CAT_OUTPUT:
+                continue
+            else:
+                assert rounded(got[key]) == value, (got["ordinal"], key)
+
+
+@pytest.mark.parametrize("rendering", RENDERINGS)
+def test_kimi_config_diffs_match_truth(rendering: str, ingested) -> None:
+    truth = json.loads(shared_path("samples", "kimi-k25", "truth.json").read_text())
+    con = ingested(SAMPLE / rendering)
+    diffs = json.loads(api.render(api.query(con, "config-diff"), "json"))
+    for want in truth["config_diffs"]:
+        got = {d["key"]: [d["old"], d["new"]] for d in diffs
+               if (d["from_run"], d["to_run"]) == (want["from_run"], want["to_run"])}
+        # Every changed key is reported; truth lists the keys it tracks (random_seed is unpinned).
+        assert {k: got[k] for k in want["changed"]} == want["changed"]
+        assert set(got) - set(want["changed"]) <= {"random_seed"}
+
+
+def test_the_three_renderings_give_the_same_typed_events(ingested) -> None:
+    shared_path("samples", "kimi-k25")
+    tables = ["weight_loads", "kv_cache", "memory_pool", "capacity", "host_cache", "cuda_graphs",
+              "prefill_batches", "decode_batches", "retractions", "http_requests", "server_args", "systemd"]
+    counts = []
+    for rendering in RENDERINGS:
+        con = ingested(SAMPLE / rendering)
+        counts.append({t: con.execute(f"SELECT kind, count(*) FROM {t} GROUP BY ALL ORDER BY ALL").fetchall()
+                       for t in tables})
+    assert counts[0] == counts[1] == counts[2]
+
+
+def test_kimi_load_time_and_memory_budget(ingested) -> None:
+    con = ingested(shared_path("samples", "kimi-k25", "journal.txt"))
+    load = api.query(con, "load-time", run=3).set_index("rank")
+    tp0 = load.loc["TP0"]
+    assert (tp0.weights_s, tp0.cuda_graph_s, tp0.draft_weights_s, tp0.host_cache_s, tp0.total_s) == (
+        402.18, 140.52, 3.22, 101.0, 736.0)
+    budget = api.query(con, "memory-budget", run=1).set_index("rank")
+    row = budget.loc["TP0"]
+    # 95.58 GiB before load x (1 - 0.88) = 11.47 GiB kept back; 21.71 - 11.47 = 10.24 GiB for KV by formula.
+    assert (row.gpu_before_load_gib, row.reserve_gib, row.kv_formula_gib, row.kv_gib) == (95.58, 11.47, 10.24, 10.42)
+    assert (row.draft_weights_gib, row.draft_kv_gib, row.final_available_gib) == (0.95, 0.6, 7.9)
+    host = api.query(con, "memory-budget", run=3).set_index("rank").loc["all ranks"]
+    assert (host.host_cache_gb, host.host_cache_gib) == (358.16, 333.56)
+
+
+def test_multi_rank_start_budget_adds_up(ingested) -> None:
+    """TP2 on a 24 GB card, mem_fraction_static 0.65: 17.22 - 18.73 x 0.35 = 10.66 GiB = K 5.33 + V 5.33."""
+    con = ingested(shared_path("corpus", "sglang", "TianyangChen357__LLM__sglang.log"))
+    budget = api.query(con, "memory-budget").set_index("rank")
+    assert list(budget.index) == ["TP0", "TP1", "all ranks"]
+    tp0 = budget.loc["TP0"]
+    assert (tp0.gpu_before_load_gib, tp0.weights_gib, tp0.kv_formula_gib, tp0.kv_gib) == (18.73, 1.5, 10.66, 10.66)
+    (run,) = api.runs(con).to_dict("records")
+    assert (run["ranks"], run["weights_seconds"], run["kv_tokens"], run["end_reason"]) == (2, 24.17, 139814, "running")
+
+
+def test_crashed_start_is_a_failed_run_with_its_error(ingested) -> None:
+    path = CORPUS / "mattbucci__2x-3090-GA102-300-A1-sglang-inference__benchmarks__glm-air-probe-2026-06-11__server-a2-tail.log"
+    con = ingested(shared_path("corpus", "sglang", path.name))
+    (run,) = json.loads(api.render(api.runs(con), "json"))
+    assert run["end_reason"] == "failed" and run["ready_at"] is None
+    assert [e["kind"] for e in run["errors"]] == ["oom"]
+    assert run["errors"][0]["last_line"].startswith("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 384.00 MiB")
+
+
+def test_diff_between_two_runs(ingested) -> None:
+    con = ingested(shared_path("samples", "kimi-k25", "journal.txt"))
+    diff = api.diff(con, "1", "3").set_index("key")
+    assert diff.loc["hicache_ratio"].tolist() == [2.0, 4.0]
+    assert diff.loc["enable_hierarchical_cache"].tolist() == [False, True]
