@@ -108,8 +108,8 @@ def diff(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str) -> pd.DataFrame
     """Every server arg that differs between two runs, named `ORDINAL` or `SOURCE:ORDINAL`."""
     configs = [run_config(con, ref) for ref in (run_a, run_b)]
     changes = derive.config_changes(configs[0], configs[1])
-    return pd.DataFrame([{"key": k, run_a: a, run_b: b} for k, (a, b) in changes.items()],
-                        columns=["key", run_a, run_b])
+    rows = [{"key": k, run_a: a, run_b: b} for k, (a, b) in changes.items()]
+    return pd.DataFrame(rows, columns=["key", run_a, run_b], dtype=object)  # object: keep each value's type
 
 
 def run_config(con: duckdb.DuckDBPyConnection, ref: str) -> dict:

@@ -27,8 +27,14 @@ def text(name: str) -> str:
 
 def description(name: str) -> str:
     """The first line of the query's header comment."""
-    first = text(name).splitlines()[0].removeprefix("--").strip()
-    return first.removeprefix(f"{name}:").strip()
+    paragraph = []
+    for line in text(name).splitlines():
+        comment = line.removeprefix("--").strip()
+        if not line.startswith("--") or not comment:
+            break
+        paragraph.append(comment)
+    sentence = " ".join(paragraph).removeprefix(f"{name}:").strip()
+    return sentence.split(". ")[0].rstrip(".")
 
 
 def run(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> pd.DataFrame:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import json
 import math
+import shutil
+import sys
 from datetime import datetime
 
 import numpy as np
@@ -38,11 +40,14 @@ def records(df: pd.DataFrame) -> list[dict]:
 
 
 def cell(value: object) -> str:
+    if isinstance(value, (pd.Timestamp, datetime)) and value is not pd.NaT:
+        return value.isoformat(sep=" ", timespec="seconds" if value.microsecond == 0 else "milliseconds")
     value = plain_value(value)
     if value is None:
         return ""
     if isinstance(value, float):
-        return f"{value:.2f}"
+        # Figures keep the precision SGLang logged (2 decimals); longer floats are rounded for the eye.
+        return str(value) if value == round(value, 2) else f"{value:.2f}"
     if isinstance(value, (list, dict)):
         return json.dumps(value, default=str)
     return str(value)
@@ -66,5 +71,8 @@ def render(df: pd.DataFrame, fmt: str = "table", width: int | None = None) -> st
     for row in df.itertuples(index=False):
         table.add_row(*(Text(cell(v)) for v in row))  # Text: brackets in values are not markup
     buffer = io.StringIO()
-    Console(file=buffer, width=width or 200, force_terminal=False).print(table)
+    # On a terminal, fit its width; in a pipe or a file, keep every row on one line.
+    if width is None:
+        width = shutil.get_terminal_size().columns if sys.stdout.isatty() else 10_000
+    Console(file=buffer, width=width, force_terminal=False).print(table)
     return buffer.getvalue().rstrip("\n")

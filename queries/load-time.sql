@@ -22,6 +22,7 @@ milestones AS (
     UNION ALL SELECT source_id, run, rank, dp, pp, tp, kind, model_role, ts, elapsed_s, phase FROM weight_loads_by_run
     UNION ALL SELECT source_id, run, rank, dp, pp, tp, kind, model_role, ts, NULL, NULL FROM memory_pool_by_run
     UNION ALL SELECT source_id, run, rank, dp, pp, tp, kind, model_role, ts, NULL, NULL FROM host_cache_by_run
+              WHERE kind = 'hicache_host_alloc'
     UNION ALL SELECT source_id, run, rank, dp, pp, tp, kind, coalesce(role, model_role), ts, elapsed_s, phase
               FROM cuda_graphs_by_run
 ),
@@ -44,6 +45,7 @@ per_rank AS (
         max(ts) FILTER (kind <> 'hicache_host_alloc') AS last_startup_event
     FROM milestones
     GROUP BY ALL
+    HAVING init_begin IS NOT NULL OR weights_begin IS NOT NULL
 )
 SELECT
     sel.source,
