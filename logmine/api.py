@@ -19,12 +19,12 @@ import duckdb
 import pandas as pd
 
 from . import derive, named_queries, transcripts
-from .inputs import classify_inputs
-from .sources import InputError
 from .ingest import LOG_TABLES, IngestReport, Progress
 from .ingest import ingest as _ingest_logs
+from .inputs import classify_inputs
 from .parsers.log_lines import table_columns
 from .render import render  # noqa: F401 - part of the public API
+from .sources import InputError
 from .store import DEFAULT_DB, connect, ensure_tables, run
 
 
@@ -158,7 +158,8 @@ def progress_bar(enabled: bool = True) -> Iterator[Progress | None]:
     if not enabled or not sys.stderr.isatty():
         yield None
         return
-    from rich.progress import BarColumn, DownloadColumn, Progress as RichProgress, TimeRemainingColumn
+    from rich.progress import BarColumn, DownloadColumn, TimeRemainingColumn
+    from rich.progress import Progress as RichProgress
 
     with RichProgress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
                       TimeRemainingColumn(), transient=True) as bar:

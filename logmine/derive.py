@@ -142,7 +142,7 @@ def segment(con: duckdb.DuckDBPyConnection, source_id: int) -> list[Run]:
         return []
     boundaries = run_starts(markers, set(pid_changes), extent[0])
     runs = [Run(source_id, b) for b in boundaries]
-    for current, following in zip(runs, runs[1:] + [None]):
+    for current, following in zip(runs, runs[1:] + [None], strict=True):
         current.last_line_no = following.first_line_no - 1 if following else extent[1]
     index = 0
     for m in markers:
@@ -177,7 +177,8 @@ def run_starts(markers: list[Marker], pid_changes: set[int], first_line: int) ->
     for line_no, kind in sorted(events):
         new_run = False
         if has_systemd:
-            new_run = kind == "systemd_starting" or (kind == "systemd_started" and previous_systemd != "systemd_starting")
+            new_run = kind == "systemd_starting" or (
+                kind == "systemd_started" and previous_systemd != "systemd_starting")
             if kind in ("systemd_starting", "systemd_started"):
                 previous_systemd = kind
         elif kind == "pid_change":
@@ -258,7 +259,7 @@ def config_changes(old: dict, new: dict) -> dict[str, tuple[object, object]]:
 def insert_diffs(con: duckdb.DuckDBPyConnection, source_id: int, rows: list[dict],
                  configs: dict[str, tuple[str, int]]) -> None:
     with_config = [r for r in rows if r["config_id"]]
-    for before, after in zip(with_config, with_config[1:]):
+    for before, after in zip(with_config, with_config[1:], strict=False):
         old = json.loads(configs[before["config_id"]][0])
         new = json.loads(configs[after["config_id"]][0])
         for key, (a, b) in config_changes(old, new).items():
@@ -334,7 +335,7 @@ def link_config_writes(con: duckdb.DuckDBPyConnection) -> None:
     runs = run(con, """SELECT r.source_id, r.ordinal, r.started_at, c.args FROM runs AS r
                        LEFT JOIN configs AS c USING (config_id) ORDER BY r.started_at, r.source_id, r.ordinal""")
     configs = {(r[0], r[1]): json.loads(r[3]) if r[3] else None for r in runs}
-    for session_id, message_id, index, call_id, origin, path, host, local_time, args_text in snapshots:
+    for session_id, message_id, index, call_id, _origin, path, host, local_time, args_text in snapshots:
         args = json.loads(args_text)
         started = next((r for r in runs if r[2] is not None and local_time is not None and r[2] >= local_time
                         and r[3] and matches(args, json.loads(r[3]))), None)

@@ -36,7 +36,9 @@ def plain_value(value: object) -> object:
 
 
 def records(df: pd.DataFrame) -> list[dict]:
-    return [{col: plain_value(val) for col, val in zip(df.columns, row)} for row in df.itertuples(index=False)]
+    columns = list(df.columns)
+    return [{col: plain_value(val) for col, val in zip(columns, row, strict=True)}
+            for row in df.itertuples(index=False)]
 
 
 def cell(value: object) -> str:

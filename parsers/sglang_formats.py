@@ -80,7 +80,8 @@ STARTUP = (
             "Mamba Cache is allocated. max_mamba_cache_size: 176, conv_state size: 0.37GB, ssm_state size: 8.86GB ",
             {"pool": "mamba"}),
     Pattern("swa_pool_split", "kv_cache",
-            r"Use sliding window memory pool\. full_layer_tokens=(?P<full_tokens>\d+), swa_layer_tokens=(?P<swa_tokens>\d+)",
+            r"Use sliding window memory pool\. full_layer_tokens=(?P<full_tokens>\d+), "
+            r"swa_layer_tokens=(?P<swa_tokens>\d+)",
             "v0.5.x", "Use sliding window memory pool. full_layer_tokens=524288, swa_layer_tokens=419430",
             {"pool": "swa_split"}),
     Pattern("swa_pool_usage", "kv_cache",
@@ -164,7 +165,8 @@ STARTUP = (
             rf"elapsed={num('elapsed_s')} s, mem usage={num('mem_usage_gib')} GB, avail mem={num('avail_mem_gib')} GB",
             "v0.5.14+", "Capture target verify CUDA graph end. elapsed=3.00 s, mem usage=0.60 GB, avail mem=6.67 GB.",
             {"phase": "end"}),
-    Pattern("cuda_graph_batch_sizes", "cuda_graphs", r"Capture (?P<graph>cuda|npu|cpu) graph bs (?P<batch_sizes>\[.*\])",
+    Pattern("cuda_graph_batch_sizes", "cuda_graphs",
+            r"Capture (?P<graph>cuda|npu|cpu) graph bs (?P<batch_sizes>\[.*\])",
             "v0.5.5+", "Capture cuda graph bs [1, 2, 4, 8, 16]", {"phase": "plan"}),
 )
 
@@ -389,7 +391,8 @@ NOTICE_HEADS: tuple[tuple[str, str], ...] = (
 
 # Shapes that are not SGLang's own but appear in the same stream (§1 "Unprefixed lines").
 FOREIGN = (
-    Pattern("gloo", "notices", r"\[Gloo\] (?P<detail>Rank \d+ is connected.*)", "torch", "[Gloo] Rank 0 is connected to 7 "
+    Pattern("gloo", "notices", r"\[Gloo\] (?P<detail>Rank \d+ is connected.*)", "torch",
+            "[Gloo] Rank 0 is connected to 7 "
             "peer ranks. Expected number of connected peer ranks is : 7", {"topic": "gloo"}),
     Pattern("torch_log", "notices",
             r"\[rank(?P<origin>\d+)\]:\[(?P<level>[WEIF])\d{3,4} [\d:.]+ (?P<detail>[^\]]+)\] .*", "torch",

@@ -19,7 +19,8 @@ HAND_READ: dict[str, list[tuple[str, list[tuple]]]] = {
     "TianyangChen357__LLM__sglang.log": [
         ("SELECT tp, tokens, k_size_gib, v_size_gib FROM kv_cache ORDER BY tp",
          [(0, 139814, 5.33, 5.33), (1, 139814, 5.33, 5.33)]),
-        ("SELECT tp, elapsed_s, avail_mem_gib, mem_usage_gib FROM weight_loads WHERE kind = 'load_weight_end' ORDER BY tp",
+        ("SELECT tp, elapsed_s, avail_mem_gib, mem_usage_gib FROM weight_loads "
+         "WHERE kind = 'load_weight_end' ORDER BY tp",
          [(0, 24.17, 17.22, 1.5), (1, 24.36, 17.64, 1.5)]),
     ],
     "mattbucci__2x-3090-GA102-300-A1-sglang-inference__benchmarks__glm-air-probe-2026-06-11__server-a2-tail.log": [

@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
-import pytest
+from logmine.parsers import sglang_formats as formats
 
 from logmine import api
-from logmine.parsers import sglang_formats as formats
 
 
 def ingest_lines(tmp_path: Path, lines: list[str], name: str = "server.log") -> duckdb.DuckDBPyConnection:
@@ -29,7 +28,7 @@ def test_every_pattern_example_is_typed_as_its_kind(tmp_path: Path) -> None:
     con = ingest_lines(tmp_path, lines)
     got = kinds_of(con)
     expected = [p.kind for p in formats.ALL_PATTERNS]
-    assert [(e, g) for e, g in zip(expected, got) if e != g] == []
+    assert [(e, g) for e, g in zip(expected, got, strict=True) if e != g] == []
 
 
 def test_every_notice_head_is_recognised(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from logmine import api
 
-from .conftest import CORPUS, SAMPLE, shared_path
+from .conftest import SAMPLE, shared_path
 
 RENDERINGS = ["journal.txt", "journal.jsonl", "journal-cat.txt"]
 # journalctl -o cat drops the envelope, so systemd's own lines carry no time and no PID: the
@@ -26,7 +26,7 @@ def test_kimi_runs_match_truth(rendering: str, ingested) -> None:
     con = ingested(SAMPLE / rendering)
     runs = json.loads(api.render(api.runs(con), "json"))
     assert [r["ordinal"] for r in runs] == [t["ordinal"] for t in truth["runs"]]
-    for got, want in zip(runs, truth["runs"]):
+    for got, want in zip(runs, truth["runs"], strict=True):
         for key, value in want.items():
             if key == "config":
                 assert {k: got["config"][k] for k in value} == value
@@ -88,12 +88,13 @@ def test_multi_rank_start_budget_adds_up(ingested) -> None:
 
 
 def test_crashed_start_is_a_failed_run_with_its_error(ingested) -> None:
-    path = CORPUS / "mattbucci__2x-3090-GA102-300-A1-sglang-inference__benchmarks__glm-air-probe-2026-06-11__server-a2-tail.log"
-    con = ingested(shared_path("corpus", "sglang", path.name))
+    name = "mattbucci__2x-3090-GA102-300-A1-sglang-inference__benchmarks__glm-air-probe-2026-06-11__server-a2-tail.log"
+    con = ingested(shared_path("corpus", "sglang", name))
     (run,) = json.loads(api.render(api.runs(con), "json"))
     assert run["end_reason"] == "failed" and run["ready_at"] is None
     assert [e["kind"] for e in run["errors"]] == ["oom"]
-    assert run["errors"][0]["last_line"].startswith("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 384.00 MiB")
+    assert run["errors"][0]["last_line"].startswith(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 384.00 MiB")
 
 
 def test_diff_between_two_runs(ingested) -> None:
