@@ -7,6 +7,7 @@ that grew is read from where the last ingest stopped.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections import Counter
 from collections.abc import Callable
@@ -15,6 +16,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from .parsers.envelopes import FORMATS, TimeContext, detect_format, infer_context
 from .parsers.events import COMMON_COLUMNS, EVENT_TABLES
@@ -34,7 +37,18 @@ from .sources import (
     open_bytes,
     read_range,
 )
-from .store import append, insert_lines, register_lines, run, connect, delete_rows, ensure_tables, find_source, next_source_id, upsert_source
+from .store import (
+    append,
+    connect,
+    delete_rows,
+    ensure_tables,
+    find_source,
+    insert_lines,
+    next_source_id,
+    register_lines,
+    run,
+    upsert_source,
+)
 
 BATCH_LINES = 50_000
 TAIL_BYTES = 4096
@@ -104,10 +118,8 @@ def ingest(paths: list[str], db: str | Path = "logmine.duckdb", envelope: str | 
 
 
 def rollback(con: duckdb.DuckDBPyConnection) -> None:
-    try:
+    with contextlib.suppress(duckdb.Error):  # the transaction may not have started
         run(con, "ROLLBACK")
-    except duckdb.Error:
-        pass  # the transaction had not started
 
 
 def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
@@ -141,9 +153,9 @@ def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
         partial = False
         consumed = 0
         for block in iter_line_blocks(stream, hasher):
-            for text, bad in block.lines():
-                line_no += 1
-                parser.parse(line_no, text, bad, batch)
+            lines, bad = block.columns()
+            parser.parse_block(line_no + 1, lines, bad, batch)
+            line_no += len(lines)
             partial = block.partial_last
             consumed = block.end_offset
             if len(batch) >= BATCH_LINES:
@@ -202,20 +214,22 @@ def plan_resume(con: duckdb.DuckDBPyConnection, inp: Input, previous: dict | Non
 
 
 def flush(con: duckdb.DuckDBPyConnection, batch: ColumnBatch, report: SourceReport) -> None:
-    line_rows = batch.rows.get("lines", [])
-    register_lines(con, line_rows, LINE_COLUMNS, NATIVE_COLUMNS)
+    tables = batch.tables()
+    lines = tables.pop("lines", None)
+    if lines is None:
+        lines = pa.table({name: pa.array([], pa.string()) for name in LINE_COLUMNS})
+    register_lines(con, lines, LINE_COLUMNS, NATIVE_COLUMNS)
     try:
         insert_lines(con, "lines", LINE_COLUMNS)
-        for table, rows in batch.rows.items():
-            if table != "lines" and rows:
-                append(con, table, rows, table_columns(table), NATIVE_COLUMNS, inherit=COMMON_COLUMNS)
+        for table, data in tables.items():
+            append(con, table, data, table_columns(table), NATIVE_COLUMNS, inherit=COMMON_COLUMNS)
     finally:
         con.unregister("_logmine_lines")
-    kinds = Counter(row.get("kind") for row in line_rows)
+    kinds = Counter({row["values"]: row["counts"] for row in pc.value_counts(lines.column("kind")).to_pylist()})
     untyped = kinds.pop(None, 0)
-    report.lines_read += len(line_rows)
+    report.lines_read += lines.num_rows
     report.lines_untyped += untyped
-    report.lines_typed += len(line_rows) - untyped
+    report.lines_typed += lines.num_rows - untyped
     report.by_kind.update(kinds)
 
 

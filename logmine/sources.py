@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import zstandard
 
 BLOCK_BYTES = 4 << 20
@@ -122,6 +125,20 @@ class LineBlock:
         if "\x00" in text:
             return [decode(raw) for raw in self.data.split(b"\n")]
         return [(line, False) for line in text.split("\n")]
+
+    def columns(self) -> tuple[pa.StringArray, np.ndarray]:
+        """The lines as an Arrow column, with a flag per line for bytes that were not valid UTF-8."""
+        if b"\x00" not in self.data:
+            try:
+                self.data.decode("utf-8")
+            except UnicodeDecodeError:
+                pass
+            else:
+                parts = pc.split_pattern(pa.array([self.data], pa.binary()), b"\n")
+                lines = pc.list_flatten(parts).cast(pa.string())
+                return lines, np.zeros(len(lines), dtype=bool)
+        decoded = self.lines()
+        return pa.array([text for text, _ in decoded], pa.string()), np.array([bad for _, bad in decoded], dtype=bool)
 
 
 def iter_line_blocks(stream: PeekableStream, hasher: hashlib._Hash | None = None) -> Iterator[LineBlock]:

@@ -1,6 +1,6 @@
 """DuckDB storage: create tables from column specs, append column batches, track ingested sources.
 
-The store knows table names and column types, never log formats: parsers hand it `ColumnBatch`es.
+The store knows table names and column types, never log formats: parsers hand it Arrow tables.
 """
 
 from __future__ import annotations
@@ -65,21 +65,23 @@ def arrow_schema(columns: Mapping[str, str], native: Iterable[str]) -> pa.Schema
     return pa.schema(fields)
 
 
-def to_arrow(rows: list[dict], schema: pa.Schema) -> pa.Table:
-    try:
-        return pa.Table.from_pylist(rows, schema=schema)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        # A value of an unexpected Python type: fall back to text for that batch.
-        text_rows = [{k: v if v is None or isinstance(v, (list, bool, int)) else str(v) for k, v in r.items()}
-                     for r in rows]
-        return pa.Table.from_pylist(text_rows, schema=schema)
+def conform(data: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`data` with exactly the columns of `schema`: missing ones are null, others cast to its types."""
+    columns = []
+    for f in schema:
+        if f.name in data.column_names:
+            column = data.column(f.name)
+            columns.append(column if column.type == f.type else column.cast(f.type))
+        else:
+            columns.append(pa.nulls(data.num_rows, f.type))
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def _cast(name: str, duck_type: str, source: str = "b") -> str:
     return f'TRY_CAST({source}."{name}" AS {duck_type.split(" PRIMARY")[0]})'
 
 
-def append(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict], columns: Mapping[str, str],
+def append(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table, columns: Mapping[str, str],
            native: Iterable[str], inherit: Iterable[str] = ()) -> None:
     """Append rows; text values are cast to the column types by DuckDB in bulk.
 
@@ -96,17 +98,17 @@ def append(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict], columns
     source = "_logmine_batch AS b"
     if inherit:
         source += " LEFT JOIN _logmine_lines AS l ON l.line_no = b.line_no"
-    con.register("_logmine_batch", to_arrow(rows, arrow_schema(columns, native)))
+    con.register("_logmine_batch", conform(data, arrow_schema(columns, native)))
     try:
         run(con, f'INSERT INTO "{table}" BY NAME SELECT {", ".join(exprs)} FROM {source}')
     finally:
         con.unregister("_logmine_batch")
 
 
-def register_lines(con: duckdb.DuckDBPyConnection, rows: list[dict], columns: Mapping[str, str],
+def register_lines(con: duckdb.DuckDBPyConnection, lines: pa.Table, columns: Mapping[str, str],
                    native: Iterable[str]) -> None:
     """Make a batch of line rows visible as `_logmine_lines`, for `append(..., inherit=...)`."""
-    con.register("_logmine_lines", to_arrow(rows, arrow_schema(columns, native)))
+    con.register("_logmine_lines", conform(lines, arrow_schema(columns, native)))
 
 
 def insert_lines(con: duckdb.DuckDBPyConnection, table: str, columns: Mapping[str, str]) -> None:
@@ -130,7 +132,7 @@ def find_source(con: duckdb.DuckDBPyConnection, path: str) -> dict | None:
     rows = cur.fetchall()
     if not rows:
         return None
-    return dict(zip([d[0] for d in cur.description], rows[0]))
+    return dict(zip([d[0] for d in cur.description], rows[0], strict=True))
 
 
 def upsert_source(con: duckdb.DuckDBPyConnection, record: Mapping[str, object]) -> None:

@@ -13,6 +13,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .vector_columns import patch
+
 MONTHS = {m: i for i, m in enumerate(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), start=1)}
 
@@ -123,6 +129,85 @@ READERS: dict[str, Callable[[str, TimeContext], Envelope]] = {
     "journal-short": read_short, "journal-iso": read_iso, "journal-unix": read_unix,
     "journal-json": read_json, "stamped": read_stamped, "plain": read_plain,
 }
+
+
+@dataclass
+class Envelopes:
+    """The envelopes of a block of lines, as columns."""
+
+    ts: pa.StringArray
+    host: pa.StringArray
+    ident: pa.StringArray
+    pid: pa.Int64Array
+    unit: pa.StringArray
+    message: pa.StringArray
+
+
+SHORT_RE2 = f"^(?:{SHORT.pattern})(?P<_rest>.*)"
+SHORT_GROUPS = ("mon", "day", "time", "frac", "host", "ident", "pid", "_rest")
+MONTH_NAMES = pa.array(list(MONTHS))
+TWO_DIGITS = pa.array([f"{i:02d}" for i in range(13)])
+
+
+def read_envelopes(lines: pa.StringArray, fmt: str, ctx: TimeContext, ascii_rows: np.ndarray) -> Envelopes:
+    """The envelope of every line of a block, in order (`ctx` carries the year across blocks)."""
+    if fmt == "journal-short":
+        return _read_short_block(lines, ctx, ascii_rows)
+    n = len(lines)
+    if fmt == "plain":
+        none = pa.nulls(n, pa.string())
+        return Envelopes(none, none, none, pa.nulls(n, pa.int64()), none, lines)
+    # The other envelopes are rarer and their readers keep no state: read them line by line.
+    read = READERS[fmt]
+    envs = [read(line, ctx) for line in lines.to_pylist()]
+    return Envelopes(*(pa.array([getattr(e, name) for e in envs], typ) for name, typ in (
+        ("ts", pa.string()), ("host", pa.string()), ("ident", pa.string()), ("pid", pa.int64()),
+        ("unit", pa.string()), ("message", pa.string()))))
+
+
+def _short_groups(lines: pa.StringArray, ascii_rows: np.ndarray) -> tuple[np.ndarray, dict[str, pa.Array]]:
+    """SHORT's groups per line ("" when absent) and which lines matched; RE2, or `re` for non-ASCII."""
+    m = pc.extract_regex(lines, SHORT_RE2)
+    valid = m.is_valid().to_numpy(zero_copy_only=False).copy()
+    groups = {name: m.field(name) for name in SHORT_GROUPS}
+    slow = np.nonzero(~ascii_rows)[0]
+    if len(slow):  # Python's \\s and \\d are Unicode-aware, RE2's are not
+        found = [SHORT.match(line) for line in lines.take(pa.array(slow)).to_pylist()]
+        valid[slow] = [f is not None for f in found]
+        for name in SHORT_GROUPS:
+            values = [("" if f is None else f.string[f.end():] if name == "_rest" else f[name] or "") for f in found]
+            groups[name] = patch(groups[name], slow, pa.array(values, pa.string()))
+    return valid, groups
+
+
+def _read_short_block(lines: pa.StringArray, ctx: TimeContext, ascii_rows: np.ndarray) -> Envelopes:
+    valid, g = _short_groups(lines, ascii_rows)
+    month = pc.add(pc.fill_null(pc.index_in(g["mon"], value_set=MONTH_NAMES), 0), 1).to_numpy(zero_copy_only=False)
+    year = _years(month, valid, ctx)
+    frac = pc.if_else(pc.equal(g["frac"], ""), "", pc.binary_join_element_wise(".", g["frac"], ""))
+    ts = pc.binary_join_element_wise(
+        pc.utf8_lpad(pc.cast(pa.array(year), pa.string()), 4, "0"), "-", TWO_DIGITS.take(pa.array(month)), "-",
+        pc.replace_substring(g["day"], " ", "0"), " ", g["time"], frac, "")
+    matched = pa.array(valid)
+    none = pa.scalar(None, pa.string())
+    has_pid = pc.and_(matched, pc.not_equal(g["pid"], ""))
+    pid = pc.cast(pc.if_else(has_pid, g["pid"], none), pa.int64())
+    return Envelopes(pc.if_else(matched, ts, none), pc.if_else(matched, g["host"], none),
+                     pc.if_else(matched, g["ident"], none), pid, pa.nulls(len(lines), pa.string()),
+                     pc.if_else(matched, g["_rest"], lines))
+
+
+def _years(month: np.ndarray, valid: np.ndarray, ctx: TimeContext) -> np.ndarray:
+    """`read_short`'s year per line: it goes up by one each time the month goes down."""
+    seen = month[valid]
+    year = np.full(len(month), ctx.year, dtype=np.int64)
+    if not len(seen):
+        return year
+    before = np.concatenate([[ctx.last_month], seen[:-1]])
+    rolled = ctx.year + np.cumsum((before != 0) & (seen < before))
+    year[valid] = rolled
+    ctx.year, ctx.last_month = int(rolled[-1]), int(seen[-1])
+    return year
 
 
 def _int(value: object) -> int | None:

@@ -9,21 +9,29 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import lru_cache
 
-from .envelopes import READERS, TimeContext
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .envelopes import Envelopes, TimeContext, read_envelopes
 from .events import COMMON_COLUMNS, TABLES_BY_NAME
 from .launch_config import parse_server_args_repr
 from .sglang import (
     BLOB,
     JOURNAL_MARKER,
-    Classified,
     Classifier,
     OpenError,
+    Prefixes,
     TracebackAssembler,
     error_fields,
-    parse_prefix,
+    parse_prefixes,
+    records_table,
     split_carriage_returns,
 )
+from .sglang_formats import ALL_PATTERNS
+from .vector_columns import flags, patch
 
 LINE_COLUMNS: dict[str, str] = {
     "source_id": "INTEGER", "line_no": "BIGINT", "ts": "TIMESTAMP", "log_ts": "TIMESTAMP",
@@ -48,25 +56,44 @@ def table_columns(table: str) -> dict[str, str]:
 
 
 class ColumnBatch:
-    """Rows for several tables, as lists of dicts (turned into Arrow in one call per table).
+    """Rows for several tables, as Arrow tables (several pieces per table until `tables` joins them).
 
     Event rows carry only their own fields plus `line_no`; the store copies the common columns
     (time, pid, ranks) from the line each event was read from.
     """
 
     def __init__(self) -> None:
-        self.rows: dict[str, list[dict]] = defaultdict(list)
+        self.pieces: dict[str, list[pa.Table]] = defaultdict(list)
 
-    def add(self, table: str, row: dict[str, object]) -> None:
-        self.rows[table].append(row)
+    def add(self, table: str, data: pa.Table) -> None:
+        if data.num_rows:
+            self.pieces[table].append(data)
+
+    def tables(self) -> dict[str, pa.Table]:
+        return {name: pa.concat_tables(parts, promote_options="permissive") for name, parts in self.pieces.items()}
+
+    @property
+    def rows(self) -> dict[str, list[dict]]:
+        """The rows as dicts (for small inputs, such as journal lines quoted in a transcript)."""
+        return defaultdict(list, {name: table.to_pylist() for name, table in self.tables().items()})
 
     def __len__(self) -> int:
-        return len(self.rows["lines"])
+        return sum(t.num_rows for t in self.pieces["lines"])
+
+
+KIND_TABLES: dict[str, str] = {p.kind: p.table for p in ALL_PATTERNS}
+TRACEBACK_HINTS = ("Traceback (most recent call last):",)
+ABORT_HINTS = ("terminate called after throwing an instance of '", "Fatal Python error: ")
 
 
 @dataclass
 class LineParser:
-    """Stateful parser for one source; feed lines in order with `parse`."""
+    """Stateful parser for one source; feed blocks of lines in order with `parse_block`.
+
+    Envelope, prefix and pattern matching run over the whole block (RE2 in pyarrow); the few rows
+    whose meaning depends on the lines before them (unprefixed lines, traceback starts) then go through
+    a sequential pass that also carries the traceback state from block to block.
+    """
 
     source_id: int
     envelope: str
@@ -75,126 +102,248 @@ class LineParser:
     classifier: Classifier = field(default_factory=Classifier)
     tracebacks: TracebackAssembler = field(default_factory=TracebackAssembler)
     last_ts: str | None = None
-    last_date: str | None = None
     last_kind: str | None = None
-
-    def __post_init__(self) -> None:
-        self.read_envelope = READERS[self.envelope]
+    pending: list[tuple[int, str, bool]] = field(default_factory=list)
 
     def parse(self, line_no: int, text: str, bad_utf8: bool, batch: ColumnBatch) -> None:
-        env = self.read_envelope(text, self.time)
-        message = env.message
-        row: dict[str, object] = {
-            "source_id": self.source_id, "line_no": line_no, "host": env.host, "ident": env.ident,
-            "pid": env.pid, "unit": env.unit, "message": message, "bad_utf8": bad_utf8,
-        }
-        body_source = message
-        progress = None
-        if "\r" in message:
-            body_source, progress = split_carriage_returns(message)
-        prefix, body = parse_prefix(body_source)
-        log_ts = None
-        if prefix is not None and prefix.time:
-            date = prefix.date or (env.ts or "")[:10] or self.last_date or self.fallback_date
-            log_ts = f"{date} {prefix.time}" + (f".{prefix.ms}" if prefix.ms else "")
-            row.update(prefix.ranks)
-            row["level"], row["logger"] = prefix.level, prefix.logger
-        elif prefix is not None:
-            row["level"] = prefix.level
-        ts = env.ts or log_ts or self.last_ts
-        if ts:
-            self.last_ts = ts
-            self.last_date = ts[:10]
-        row["ts"], row["log_ts"] = ts, log_ts
-        row["prefixed"] = prefix is not None and prefix.time is not None
-
-        if row["prefixed"]:
-            for err in self.tracebacks.tick():
-                self._emit_error(err, batch)
-            self._classify_prefixed(body, row, batch)
-        else:
-            self._classify_unprefixed(body, progress, row, batch)
-        self.last_kind = row.get("kind")
-        batch.add("lines", row)
+        """Line-at-a-time entry for small inputs: lines are buffered and parsed by `finish`."""
+        self.pending.append((line_no, text, bad_utf8))
 
     def finish(self, batch: ColumnBatch) -> None:
-        for err in self.tracebacks.close_all():
-            self._emit_error(err, batch)
+        if self.pending:
+            first = self.pending[0][0]
+            lines = pa.array([text for _, text, _ in self.pending], pa.string())
+            bad = np.array([flag for _, _, flag in self.pending], dtype=bool)
+            self.pending = []
+            self.parse_block(first, lines, bad, batch)
+        errors = [self._error_row(err) for err in self.tracebacks.close_all()]
+        if errors:
+            batch.add("errors", pa.Table.from_pylist(errors))
 
-    # ------------------------------------------------------------ classification
-
-    def _classify_prefixed(self, body: str, row: dict, batch: ColumnBatch) -> None:
-        found = self.classifier.classify(body)
-        if found is None and self.tracebacks.start(body, row["line_no"], self._context(row)):
-            row["kind"], row["group_line_no"] = "error", row["line_no"]
+    def parse_block(self, first_line_no: int, lines: pa.StringArray, bad_utf8: np.ndarray,
+                    batch: ColumnBatch) -> None:
+        """Parse consecutive lines numbered from `first_line_no` into `batch`."""
+        n = len(lines)
+        if not n:
             return
-        if found is None and row.get("logger"):
-            # The foreign `LEVEL file.py:N:` shape is a structured record even when its text is new to us.
-            found = Classified("log_record", "notices", {"topic": "log_record", "level": row["level"],
-                                                         "origin": row["logger"]})
-        self._store(found, row, batch)
+        ascii_rows = flags(pc.string_is_ascii(lines))
+        env = read_envelopes(lines, self.envelope, self.time, ascii_rows)
+        body_source, progress = _carriage_returns(env.message)
+        pre = parse_prefixes(body_source, ascii_rows)
+        ts, log_ts = self._times(env, pre)
+        body = pre.body
+        classify_rows = np.nonzero(pre.prefixed | flags(pc.not_equal(body, "")))[0]
+        found = self.classifier.classify(body, classify_rows, ascii_rows)
+        block = Block(first_line_no, body, pre, ts, env.pid, found.kinds, progress, [None] * n)
+        block.records["notices"] = self._log_records(block)
+        errors = self._sequential_pass(block)
 
-    def _classify_unprefixed(self, body: str, progress: str | None, row: dict, batch: ColumnBatch) -> None:
-        found = self.classifier.classify(body) if body else None
-        if found is None or found.kind in IN_TRACEBACK_KINDS:
-            joined = self.tracebacks.feed(body, row["line_no"])
+        columns = {
+            "source_id": pa.array(np.full(n, self.source_id, dtype=np.int64)),
+            "line_no": pa.array(np.arange(first_line_no, first_line_no + n, dtype=np.int64)),
+            "ts": ts, "log_ts": log_ts, "host": env.host, "ident": env.ident, "pid": env.pid, "unit": env.unit,
+            **pre.ranks, "level": pre.level, "logger": pre.logger,
+            "prefixed": pa.array(pre.prefixed), "kind": pa.array(block.kinds, pa.string()),
+            "group_line_no": pa.array(block.groups, pa.int64()), "message": env.message,
+            "bad_utf8": pa.array(bad_utf8),
+        }
+        batch.add("lines", pa.table(columns))
+        for table, records in block.records.items():
+            if records:
+                found.add(table, records_table(records))
+        for table, pieces in found.events.items():
+            batch.add(table, self._events(table, pieces, first_line_no))
+        if errors:
+            batch.add("errors", pa.Table.from_pylist(errors))
+
+    # ------------------------------------------------------------ columns
+
+    def _times(self, env: Envelopes, pre: Prefixes) -> tuple[pa.StringArray, pa.StringArray]:
+        """(ts, log_ts): the envelope's time, else the prefix time, else the last time seen.
+
+        A prefix without a date takes the envelope's date, else the date of the last time seen.
+        """
+        def with_date(date: pa.Array) -> pa.Array:
+            clock = pc.binary_join_element_wise(date, " ", pre.time, "")
+            return pc.if_else(pc.is_null(pre.ms), clock, pc.binary_join_element_wise(clock, ".", pre.ms, ""))
+
+        known = pc.coalesce(pre.date, pc.utf8_slice_codeunits(env.ts, 0, 10))
+        log_ts = with_date(known)
+        ts = pc.coalesce(env.ts, log_ts)
+        dateless = pc.and_(pa.array(pre.prefixed), pc.is_null(known))
+        if pc.any(dateless).as_py():
+            last = pc.utf8_slice_codeunits(self._carried(ts), 0, 10)
+            log_ts = pc.if_else(dateless, with_date(pc.fill_null(last, self.fallback_date)), log_ts)
+            ts = pc.coalesce(env.ts, log_ts)
+        filled = pc.coalesce(ts, self._carried(ts))
+        self.last_ts = filled[-1].as_py()
+        return filled, log_ts
+
+    def _carried(self, ts: pa.StringArray) -> pa.StringArray:
+        """The last non-null time before each row (the state from earlier blocks included)."""
+        seeded = pa.concat_arrays([pa.array([self.last_ts], pa.string()), ts])
+        return pc.fill_null_forward(seeded)[:-1]
+
+    def _log_records(self, block: Block) -> list[dict]:
+        """The foreign `LEVEL file.py:N:` shape is a structured record even when its text is new to us."""
+        pre = block.prefixes
+        rows = np.nonzero(pre.prefixed & ~flags(pc.is_null(pre.logger)) & ~block.found_mask())[0]
+        records = []
+        levels, origins = pre.level.take(rows).to_pylist(), pre.logger.take(rows).to_pylist()
+        for i, level, origin in zip(rows, levels, origins, strict=True):
+            if block.is_error_start(int(i)):
+                continue  # the sequential pass decides
+            block.kinds[i] = "log_record"
+            records.append({"_row": int(i), "kind": "log_record", "topic": "log_record", "level": level,
+                            "origin": origin})
+        return records
+
+    def _events(self, table: str, pieces: list[pa.Table], first_line_no: int) -> pa.Table:
+        data = pa.concat_tables(pieces, promote_options="permissive")
+        line_no = pc.add(data.column("_row"), first_line_no)
+        data = data.drop_columns(["_row"])
+        if table == "server_args":
+            parsed = [dict(server_args_fields(args or "")) for args in data.column("args").to_pylist()]
+            data = pa.Table.from_pylist(parsed).append_column("kind", data.column("kind"))
+        return data.append_column("line_no", line_no).append_column(
+            "source_id", pa.array(np.full(data.num_rows, self.source_id, dtype=np.int64)))
+
+    # ------------------------------------------------------------ the sequential pass
+
+    def _sequential_pass(self, block: Block) -> list[dict]:
+        """Unprefixed lines and traceback starts, in order; prefixed lines in between only tick."""
+        pre = block.prefixes
+        stateful = ~pre.prefixed
+        candidates = np.nonzero(pre.prefixed & ~block.found_mask())[0]
+        for i in candidates:
+            stateful[i] = block.is_error_start(int(i))
+        prefixed_so_far = np.cumsum(pre.prefixed)
+        ticked = 0
+        errors: list[dict] = []
+        for i in np.nonzero(stateful)[0]:
+            i = int(i)
+            errors += self._tick(int(prefixed_so_far[i]) - ticked)
+            ticked = int(prefixed_so_far[i])
+            if pre.prefixed[i]:
+                self._prefixed_error_start(block, i)
+            else:
+                errors += self._unprefixed(block, i)
+        errors += self._tick(int(prefixed_so_far[-1]) - ticked)
+        self.last_kind = block.kinds[-1]
+        return errors
+
+    def _tick(self, count: int) -> list[dict]:
+        done = []
+        while count > 0 and self.tracebacks.open:
+            done += [self._error_row(err) for err in self.tracebacks.tick()]
+            count -= 1
+        return done
+
+    def _prefixed_error_start(self, block: Block, i: int) -> None:
+        line_no = block.first_line_no + i
+        if self.tracebacks.start(block.body_at(i), line_no, lambda: block.context(self.source_id, i)):
+            block.kinds[i], block.groups[i] = "error", line_no
+            return
+        logger = block.prefixes.logger[i].as_py()
+        if logger is not None:
+            block.kinds[i] = "log_record"
+            block.records["notices"].append({"_row": i, "kind": "log_record", "topic": "log_record",
+                                             "level": block.prefixes.level[i].as_py(), "origin": logger})
+
+    def _unprefixed(self, block: Block, i: int) -> list[dict]:
+        body = block.body_at(i)
+        line_no = block.first_line_no + i
+        kind = block.kinds[i]
+        if kind is None or kind in IN_TRACEBACK_KINDS:
+            joined = self.tracebacks.feed(body, line_no)
             if joined is not None:
-                row["group_line_no"] = joined.first_line_no
-                row["kind"] = "traceback"
-                self._store(found, row, batch)
-                return
-        if found is None and self.tracebacks.start(body, row["line_no"], self._context(row)):
-            row["kind"], row["group_line_no"] = "error", row["line_no"]
-            return
-        if found is None:
-            found = self._classify_raw(body, progress)
-        if found is None and self.last_kind == "python_warning" and body[:1].isspace():
-            found = Classified("python_warning_source", None, {})
-        if found is not None and found.table == SYSTEMD_TABLE:
-            for err in self.tracebacks.close_all():
-                self._emit_error(err, batch)
-        self._store(found, row, batch)
+                block.kinds[i], block.groups[i] = "traceback", joined.first_line_no
+                return []
+        if kind is None and self.tracebacks.start(body, line_no, lambda: block.context(self.source_id, i)):
+            block.kinds[i], block.groups[i] = "error", line_no
+            return []
+        if kind is None:
+            raw = _classify_raw(body, block.progress.get(i))
+            if raw is not None:
+                kind, table, fields = raw
+                if table is not None:
+                    block.records.setdefault(table, []).append({"_row": i, "kind": kind, **fields})
+            elif (block.kinds[i - 1] if i else self.last_kind) == "python_warning" and body[:1].isspace():
+                kind = "python_warning_source"
+            block.kinds[i] = kind
+            return []
+        if KIND_TABLES.get(kind) == SYSTEMD_TABLE:
+            return [self._error_row(err) for err in self.tracebacks.close_all()]
+        return []
 
-    @staticmethod
-    def _classify_raw(body: str, progress: str | None) -> Classified | None:
-        """Shapes that only make sense without an SGLang prefix: bars, journal markers, blobs."""
-        if not body.strip():
-            return Classified("blank", None, {})
-        if progress is not None:
-            return Classified("progress", "notices", {"topic": "progress", "detail": progress})
-        if body.startswith("-- ") and JOURNAL_MARKER.match(body):
-            return Classified("journal_marker", "notices", {"topic": "journal", "detail": body.strip("- ")})
-        if body.startswith("[") and body.endswith("blob data]"):
-            blob = BLOB.match(body)
-            if blob:
-                return Classified("journal_blob", "notices", {"topic": "journal", "detail": blob["size"]})
-        return None
-
-    def _store(self, found: Classified | None, row: dict, batch: ColumnBatch) -> None:
-        if found is None:
-            return
-        if row.get("kind") is None:
-            row["kind"] = found.kind
-        if found.table is None:
-            return
-        fields = found.fields
-        if found.kind == "server_args":
-            fields = server_args_fields(str(fields.get("args", "")))
-        fields["source_id"], fields["line_no"], fields["kind"] = row["source_id"], row["line_no"], found.kind
-        batch.add(found.table, fields)
-
-    @staticmethod
-    def _context(row: dict) -> dict[str, object]:
-        return {name: row.get(name) for name in COMMON_COLUMNS}
-
-    def _emit_error(self, err: OpenError, batch: ColumnBatch) -> None:
+    def _error_row(self, err: OpenError) -> dict[str, object]:
+        """The `errors` row of a finished traceback or abort."""
         event = dict(err.context)
         event["kind"] = "error"
         event.update({k: None if v is None else str(v) for k, v in error_fields(err).items()})
         event["line_no"] = err.first_line_no
-        batch.add("errors", event)
+        return event
 
 
+@dataclass
+class Block:
+    """One block's columns plus the per-row results the sequential pass fills in."""
+
+    first_line_no: int
+    body: pa.StringArray
+    prefixes: Prefixes
+    ts: pa.StringArray
+    pid: pa.Int64Array
+    kinds: list[str | None]
+    progress: dict[int, str | None]
+    groups: list[int | None]
+    records: dict[str, list[dict]] = field(default_factory=dict)
+
+    def body_at(self, i: int) -> str:
+        return self.body[i].as_py()
+
+    def found_mask(self) -> np.ndarray:
+        return np.array([k is not None for k in self.kinds], dtype=bool)
+
+    def is_error_start(self, i: int) -> bool:
+        """Could this unmatched prefixed line open a traceback or abort (the assembler decides)?"""
+        body = self.body_at(i)
+        return any(h in body for h in TRACEBACK_HINTS) or body.startswith(ABORT_HINTS)
+
+    def context(self, source_id: int, i: int) -> dict[str, object]:
+        """The common columns of row `i`, for an error that starts there."""
+        pre = self.prefixes
+        row = {"source_id": source_id, "line_no": self.first_line_no + i, "kind": None, "ts": self.ts[i].as_py(),
+               "pid": self.pid[i].as_py()}
+        return row | {name: values[i].as_py() for name, values in pre.ranks.items()}
+
+
+def _carriage_returns(message: pa.StringArray) -> tuple[pa.StringArray, dict[int, str | None]]:
+    """The text to classify of `\\r`-joined progress-bar lines, and their progress descriptions."""
+    rows = np.nonzero(flags(pc.match_substring(message, "\r")))[0]
+    if not len(rows):
+        return message, {}
+    split = [split_carriage_returns(message[int(i)].as_py()) for i in rows]
+    texts = pa.array([text for text, _ in split], pa.string())
+    return patch(message, rows, texts), {int(i): desc for i, (_, desc) in zip(rows, split, strict=True)}
+
+
+def _classify_raw(body: str, progress: str | None) -> tuple[str, str | None, dict[str, object]] | None:
+    """Shapes that only make sense without an SGLang prefix: bars, journal markers, blobs."""
+    if not body.strip():
+        return "blank", None, {}
+    if progress is not None:
+        return "progress", "notices", {"topic": "progress", "detail": progress}
+    if body.startswith("-- ") and JOURNAL_MARKER.match(body):
+        return "journal_marker", "notices", {"topic": "journal", "detail": body.strip("- ")}
+    if body.startswith("[") and body.endswith("blob data]"):
+        blob = BLOB.match(body)
+        if blob:
+            return "journal_blob", "notices", {"topic": "journal", "detail": blob["size"]}
+    return None
+
+
+@lru_cache(maxsize=64)  # each rank of a launch prints the same dump; parsing one takes milliseconds
 def server_args_fields(args_text: str) -> dict[str, object]:
     """Type the dump with the repr-aware splitter; keep the count so truncated dumps are visible."""
     parsed = parse_server_args_repr(args_text)

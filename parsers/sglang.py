@@ -9,10 +9,16 @@ of tracebacks and C++ aborts into one error, even when two ranks' tracebacks int
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from re import _parser as re_parser
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from . import sglang_formats as formats
+from .vector_columns import patch
 
 PREFIX = re.compile(
     r"\[(?:(?P<date>\d{4}-\d\d-\d\d) )?(?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<ms>\d{3}))?"
@@ -43,13 +49,6 @@ class Prefix:
     logger: str | None = None
 
 
-@dataclass
-class Classified:
-    kind: str
-    table: str | None  # None for kinds that only label the line (blank lines)
-    fields: dict[str, object]
-
-
 def parse_prefix(message: str) -> tuple[Prefix | None, str]:
     """Split `[2026-03-01 23:45:58 TP0] body` into the prefix and the body (None when absent)."""
     if message.startswith("("):
@@ -67,6 +66,82 @@ def parse_prefix(message: str) -> tuple[Prefix | None, str]:
     ranks = {RANK_COLUMNS[tag]: int(n) for tag, n in RANK_TAG.findall(m["ranks"])} if m["ranks"] else {}
     prefix = Prefix(m["date"], m["time"], m["ms"], ranks, m["level"] or m["uvlevel"], m["logger"])
     return prefix, message[m.end():]
+
+
+@dataclass
+class Prefixes:
+    """`parse_prefix` of a block of messages, as columns (text columns are null where absent)."""
+
+    body: pa.StringArray
+    prefixed: np.ndarray  # the bracket with a time was found
+    date: pa.StringArray
+    time: pa.StringArray
+    ms: pa.StringArray
+    level: pa.StringArray
+    logger: pa.StringArray
+    ranks: dict[str, pa.Int64Array]
+
+
+PREFIX_RE2 = f"^(?:{PREFIX.pattern})(?P<_body>.*)"
+BARE_UVICORN_RE2 = f"^(?:{BARE_UVICORN.pattern})(?P<_body>.*)"
+RAY_PREFIX_RE2 = f"^{RAY_PREFIX.pattern}"
+PREFIX_FIELDS = ("date", "time", "ms", "level", "logger")
+
+
+def parse_prefixes(messages: pa.StringArray, ascii_rows: np.ndarray) -> Prefixes:
+    """`parse_prefix` over a block with RE2; non-ASCII rows go through `parse_prefix` itself."""
+    slow = np.nonzero(~ascii_rows)[0]
+    ray = np.nonzero(pc.starts_with(messages, "(").to_numpy(zero_copy_only=False) & ascii_rows)[0]
+    if len(ray):
+        stripped = pc.replace_substring_regex(messages.take(pa.array(ray)), RAY_PREFIX_RE2, "", max_replacements=1)
+        messages = patch(messages, ray, stripped)
+    m = pc.extract_regex(messages, PREFIX_RE2)
+    prefixed = m.is_valid().to_numpy(zero_copy_only=False)
+    null = pa.scalar(None, pa.string())
+    cols = {name: pc.if_else(pc.equal(m.field(name), ""), null, m.field(name)) for name in
+            ("date", "ms", "ranks", "level", "logger", "uvlevel")}
+    cols["time"] = pc.if_else(prefixed, m.field("time"), null)
+    level = pc.coalesce(cols["level"], cols["uvlevel"])
+    body = pc.if_else(prefixed, m.field("_body"), messages)
+    bare_rows = np.nonzero(~prefixed & ascii_rows & ~pc.starts_with(messages, "[").to_numpy(zero_copy_only=False))[0]
+    if len(bare_rows):
+        bare = pc.extract_regex(messages.take(pa.array(bare_rows)), BARE_UVICORN_RE2)
+        hit = bare.is_valid().to_numpy(zero_copy_only=False)
+        if hit.any():
+            found = bare.filter(pa.array(hit))
+            level = patch(level, bare_rows[hit], found.field("uvlevel"))
+            body = patch(body, bare_rows[hit], found.field("_body"))
+    out = Prefixes(body, prefixed, cols["date"], cols["time"], cols["ms"], level, cols["logger"],
+                   _rank_columns(cols["ranks"]))
+    if len(slow):
+        _patch_prefixes(out, messages, slow)
+    return out
+
+
+def _rank_columns(ranks: pa.StringArray) -> dict[str, pa.Int64Array]:
+    """`RANK_TAG.findall` per row as one column per tag (a repeated tag keeps its last value)."""
+    out = {}
+    for tag, column in RANK_COLUMNS.items():
+        has = pc.fill_null(pc.match_substring(ranks, f" {tag}"), False)
+        if not pc.any(has).as_py():
+            out[column] = pa.nulls(len(ranks), pa.int64())
+            continue
+        value = pc.extract_regex(ranks, rf"^.* {tag}(?P<n>\d+)").field("n")
+        out[column] = pc.if_else(has, pc.cast(pc.if_else(has, value, "0"), pa.int64()),
+                                 pa.scalar(None, pa.int64()))
+    return out
+
+
+def _patch_prefixes(out: Prefixes, messages: pa.StringArray, rows: np.ndarray) -> None:
+    parsed = [parse_prefix(messages[int(i)].as_py()) for i in rows]
+    out.body = patch(out.body, rows, pa.array([body for _, body in parsed], pa.string()))
+    out.prefixed[rows] = [p is not None and p.time is not None for p, _ in parsed]
+    for name in PREFIX_FIELDS:
+        values = pa.array([getattr(p, name) if p else None for p, _ in parsed], pa.string())
+        setattr(out, name, patch(getattr(out, name), rows, values))
+    for column in RANK_COLUMNS.values():
+        values = pa.array([p.ranks.get(column) if p else None for p, _ in parsed], pa.int64())
+        out.ranks[column] = patch(out.ranks[column], rows, values)
 
 
 def literal_head(regex: str) -> str:
@@ -93,10 +168,58 @@ def literal_head(regex: str) -> str:
 class CompiledPattern:
     spec: formats.Pattern
     regex: re.Pattern[str]
+    re2: str  # the same regex anchored for RE2 (pyarrow.compute), which searches unanchored
+    # Groups that can match "": RE2 reports a group that did not take part as "" too, so rows with ""
+    # there are re-matched with Python `re` to tell None from "".
+    empty_groups: frozenset[str]
+
+
+def empty_groups(regex: str) -> frozenset[str]:
+    """Named groups of `regex` whose own text can be empty."""
+    names = {v: k for k, v in re.compile(regex).groupindex.items()}
+    found: set[str] = set()
+
+    def walk(sub: re_parser.SubPattern) -> None:
+        for op, av in sub:
+            if op is re_parser.SUBPATTERN:
+                if av[0] in names and av[3].getwidth()[0] == 0:
+                    found.add(names[av[0]])
+                walk(av[3])
+            elif op in (re_parser.MAX_REPEAT, re_parser.MIN_REPEAT):
+                walk(av[2])
+            elif op is re_parser.BRANCH:
+                for branch in av[1]:
+                    walk(branch)
+
+    walk(re_parser.parse(regex))
+    return frozenset(found)
+
+
+def compile_pattern(spec: formats.Pattern) -> CompiledPattern:
+    return CompiledPattern(spec, re.compile(spec.regex), f"^(?:{spec.regex})", empty_groups(spec.regex))
+
+
+@dataclass
+class Classified:
+    """The kinds of a block of bodies and their event rows, per table."""
+
+    kinds: list[str | None]
+    # table -> pieces, each a pa.Table with `_row` (index in the block), `kind` and text field columns
+    events: dict[str, list[pa.Table]] = field(default_factory=dict)
+
+    def add(self, table: str, piece: pa.Table) -> None:
+        if piece.num_rows:
+            self.events.setdefault(table, []).append(piece)
 
 
 class Classifier:
-    """Find the event kind of a message body using the declarative pattern table."""
+    """Find the event kind of message bodies using the declarative pattern table.
+
+    Rows are grouped on their first characters, so each row is tried against a handful of patterns,
+    and each pattern runs once over its group with RE2 (`pyarrow.compute.extract_regex`). Python
+    `re` takes the rows RE2 could read differently: non-ASCII bodies (`\\d`, `\\w`, `\\s` are Unicode
+    in Python) and optional groups that may be empty.
+    """
 
     def __init__(self, patterns: Iterable[formats.Pattern] = formats.ALL_PATTERNS,
                  notice_heads: Iterable[tuple[str, str]] = formats.NOTICE_HEADS) -> None:
@@ -104,7 +227,7 @@ class Classifier:
         self.fallback: list[CompiledPattern] = []
         # Access lines are the most frequent line without a literal head: try them first.
         for spec in sorted(patterns, key=lambda p: p.kind != "http_request"):
-            compiled = CompiledPattern(spec, re.compile(spec.regex))
+            compiled = compile_pattern(spec)
             head = literal_head(spec.regex)
             if len(head) >= HEAD_CHARS:
                 self.by_head.setdefault(head[:HEAD_CHARS], []).append(compiled)
@@ -114,37 +237,133 @@ class Classifier:
         for topic, head in notice_heads:
             self.notices.setdefault(head[:HEAD_CHARS], []).append((topic, head))
 
-    def classify(self, body: str) -> Classified | None:
-        for candidate in self.by_head.get(body[:HEAD_CHARS], ()):
-            found = self._match(candidate, body)
-            if found:
-                return found
-        for topic, head in self.notices.get(body[:HEAD_CHARS], ()):
-            if body.startswith(head):
-                return Classified("notice", "notices", {"topic": topic})
+    def classify(self, bodies: pa.StringArray, rows: np.ndarray, ascii_rows: np.ndarray) -> Classified:
+        """Classify `bodies[rows]`; `ascii_rows` flags (per body) the rows RE2 reads like Python."""
+        out = Classified([None] * len(bodies))
+        heads = pc.utf8_slice_codeunits(bodies.take(pa.array(rows, pa.int64())), 0, HEAD_CHARS)
+        codes, values = _group_codes(heads)
+        order = np.argsort(codes, kind="stable")
+        bounds = np.searchsorted(codes[order], np.arange(len(values) + 1))
+        unmatched = []
+        for code, head in enumerate(values):
+            group = rows[order[bounds[code]:bounds[code + 1]]]
+            for candidate in self.by_head.get(head, ()):
+                group = self._try(candidate, bodies, group, ascii_rows, out)
+            for topic, text in self.notices.get(head, ()):
+                group = self._try_notice(topic, text, bodies, group, out)
+            unmatched.append(group)
+        rest = np.sort(np.concatenate(unmatched)) if unmatched else rows
         for candidate in self.fallback:
-            found = self._match(candidate, body)
-            if found:
-                return found
-        return None
+            rest = self._try(candidate, bodies, rest, ascii_rows, out)
+        return out
 
     @staticmethod
-    def _match(candidate: CompiledPattern, body: str) -> Classified | None:
-        m = candidate.regex.match(body)
-        if not m:
-            return None
-        fields: dict[str, object] = dict(candidate.spec.const)
-        for name, value in m.groupdict().items():
-            if value is None:
-                continue
-            if name == "_stats":
-                fields.update(parse_stats(value))
+    def _try_notice(topic: str, text: str, bodies: pa.StringArray, rows: np.ndarray, out: Classified) -> np.ndarray:
+        if not len(rows):
+            return rows
+        hit = pc.starts_with(bodies.take(pa.array(rows, pa.int64())), text).to_numpy(zero_copy_only=False)
+        matched = rows[hit]
+        for i in matched:
+            out.kinds[i] = "notice"
+        n = len(matched)
+        out.add("notices", pa.table({"_row": pa.array(matched, pa.int64()),
+                                     "kind": pa.array(["notice"] * n, pa.string()),
+                                     "topic": pa.array([topic] * n, pa.string())}))
+        return rows[~hit]
+
+    def _try(self, candidate: CompiledPattern, bodies: pa.StringArray, rows: np.ndarray, ascii_rows: np.ndarray,
+             out: Classified) -> np.ndarray:
+        """Match `candidate` on `rows`, record the matches, return the rows left unmatched."""
+        if not len(rows):
+            return rows
+        spec = candidate.spec
+        fast = rows[ascii_rows[rows]]
+        slow = [rows[~ascii_rows[rows]]]
+        hit = np.zeros(len(bodies), dtype=bool)
+        if len(fast):
+            sub = bodies.take(pa.array(fast, pa.int64()))
+            if candidate.regex.groupindex:
+                groups = pc.extract_regex(sub, candidate.re2)
+                ok = groups.is_valid().to_numpy(zero_copy_only=False)
+                unsure = np.zeros(len(fast), dtype=bool)
+                for name in candidate.empty_groups:
+                    unsure |= ok & pc.equal(groups.field(name), "").to_numpy(zero_copy_only=False)
+                slow.append(fast[unsure])
+                keep = ok & ~unsure
+                hit[fast[keep]] = True
+                out.add(spec.table, self._event_table(candidate, fast[keep], groups.filter(pa.array(keep))))
             else:
-                fields[name] = value
-        return Classified(candidate.spec.kind, candidate.spec.table, fields)
+                ok = pc.match_substring_regex(sub, candidate.re2).to_numpy(zero_copy_only=False)
+                hit[fast[ok]] = True
+                out.add(spec.table, self._event_table(candidate, fast[ok], None))
+        slow_rows = np.sort(np.concatenate(slow))
+        if len(slow_rows):
+            records = []
+            for i in slow_rows:
+                m = candidate.regex.match(bodies[int(i)].as_py())
+                if m:
+                    hit[i] = True
+                    records.append(_record(candidate, int(i), m))
+            if records:
+                out.add(spec.table, records_table(records))
+        matched = rows[hit[rows]]
+        for i in matched:
+            out.kinds[i] = spec.kind
+        return rows[~hit[rows]]
+
+    @staticmethod
+    def _event_table(candidate: CompiledPattern, rows: np.ndarray, groups: pa.StructArray | None) -> pa.Table:
+        """Event rows of RE2 matches: "" of a group that cannot be empty means it did not take part."""
+        n = len(rows)
+        columns: dict[str, pa.Array] = {"_row": pa.array(rows, pa.int64()),
+                                        "kind": pa.array([candidate.spec.kind] * n, pa.string())}
+        for name, value in candidate.spec.const.items():
+            columns[name] = pa.array([value] * n, pa.string())
+        stats = None
+        for name in candidate.regex.groupindex:
+            values = groups.field(name)
+            if name == "_stats":
+                stats = values
+                continue
+            if name not in candidate.empty_groups:
+                values = pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values)
+            columns[name] = values
+        table = pa.table(columns)
+        if stats is not None:
+            table = _with_stats(table, stats)
+        return table
+
+
+def _group_codes(heads: pa.Array) -> tuple[np.ndarray, list[str]]:
+    encoded = heads.dictionary_encode()
+    return encoded.indices.to_numpy(zero_copy_only=False), encoded.dictionary.to_pylist()
+
+
+def _record(candidate: CompiledPattern, row: int, m: re.Match[str]) -> dict[str, object]:
+    """One event row from a Python match (the fallback path)."""
+    fields: dict[str, object] = {"_row": row, "kind": candidate.spec.kind, **candidate.spec.const}
+    for name, value in m.groupdict().items():
+        if value is None:
+            continue
+        if name == "_stats":
+            fields.update(parse_stats(value))
+        else:
+            fields[name] = value
+    return fields
+
+
+def records_table(records: list[dict[str, object]]) -> pa.Table:
+    names = dict.fromkeys(k for r in records for k in r)
+    schema = pa.schema([pa.field(k, pa.int64() if k == "_row" else STATS_EXTRA if k == "extra" else pa.string())
+                        for k in names])
+    return pa.Table.from_pylist(records, schema=schema)
 
 
 STATS_PAIR = re.compile(r"([^,:]+): ([^,]*(?:, (?![^,:]+: )[^,]*)*)")
+# A stats text whose every `, `-separated piece is `known key: value` without `,` or `=` (nearly all)
+# is split in bulk; any other text goes through `parse_stats`.
+STATS_PIECE = r"^(?P<key>[^,:]+): (?P<value>[^,=]*)$"
+STATS_EXTRA = pa.map_(pa.string(), pa.string())
 
 
 def parse_stats(text: str) -> dict[str, object]:
@@ -167,6 +386,42 @@ def parse_stats(text: str) -> dict[str, object]:
     if extra:
         fields["extra"] = extra
     return fields
+
+
+def _with_stats(table: pa.Table, stats: pa.StringArray) -> pa.Table:
+    """Add the stats columns of `stats` (one text per row of `table`)."""
+    keys = list(formats.STATS_KEYS)
+    columns = list(dict.fromkeys(formats.STATS_KEYS.values()))
+    key_column = np.array([columns.index(formats.STATS_KEYS[k]) for k in keys] + [-1])
+    parts = pc.split_pattern(pc.utf8_rtrim(stats, characters=", "), ", ")
+    parent = pc.list_parent_indices(parts).to_numpy(zero_copy_only=False)
+    pairs = pc.extract_regex(pc.list_flatten(parts), STATS_PIECE)
+    key_index = pc.index_in(pc.utf8_trim_whitespace(pairs.field("key")), value_set=pa.array(keys))
+    key_index = pc.if_else(pairs.is_valid(), key_index, pa.scalar(None, pa.int32()))
+    # Unknown keys, other graph labels and repeated columns need the `extra` map: leave them to Python.
+    index = key_index.fill_null(len(keys)).to_numpy(zero_copy_only=False)
+    column = key_column[index]
+    odd = (column < 0) | ((column == columns.index("graph")) & (index != keys.index("cuda graph")))
+    slow = np.zeros(len(stats), dtype=bool)
+    slow[parent[odd]] = True
+    pair_id = parent.astype(np.int64) * len(columns) + column
+    sorted_ids = np.sort(pair_id)
+    slow[(sorted_ids[1:][sorted_ids[1:] == sorted_ids[:-1]]) // len(columns)] = True
+    values = pc.utf8_rtrim(pairs.field("value"), characters="% ")
+    for c, name in enumerate(columns):
+        at = np.full(len(stats), -1, dtype=np.int64)
+        sel = column == c
+        at[parent[sel]] = np.nonzero(sel)[0]
+        table = table.append_column(name, values.take(pa.array(at, mask=at < 0)))
+    fast_table = table.filter(pa.array(~slow))
+    if not slow.any():
+        return fast_table
+    records = []
+    for i in np.nonzero(slow)[0]:
+        record = {name: table.column(name)[int(i)].as_py() for name in table.column_names if name not in columns}
+        record.update(parse_stats(stats[int(i)].as_py()))
+        records.append(record)
+    return pa.concat_tables([fast_table, records_table(records)], promote_options="permissive")
 
 
 def split_carriage_returns(message: str) -> tuple[str, str | None]:
@@ -267,8 +522,11 @@ class TracebackAssembler:
     def __init__(self) -> None:
         self.open: list[OpenError] = []
 
-    def start(self, body: str, line_no: int, context: dict[str, object]) -> bool:
-        """Open an error when `body` begins a traceback or a C++ abort; returns whether it did."""
+    def start(self, body: str, line_no: int, context: Callable[[], dict[str, object]]) -> bool:
+        """Open an error when `body` begins a traceback or a C++ abort; returns whether it did.
+
+        `context` gives the common columns of the line (only asked for when an error opens).
+        """
         m = TRACEBACK_START.search(body)
         is_abort = False
         if not m:
@@ -276,7 +534,7 @@ class TracebackAssembler:
             is_abort = True
         if not m:
             return False
-        err = OpenError(line_no, m["origin"], context, is_abort=is_abort, lines=[body], last_line_no=line_no,
+        err = OpenError(line_no, m["origin"], context(), is_abort=is_abort, lines=[body], last_line_no=line_no,
                         last_shape="abort" if is_abort else "header")
         self.open.append(err)
         return True
