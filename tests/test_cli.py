@@ -1,0 +1,78 @@
+"""The command line as a user and our acceptance checks call it, on the bundled example."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from logmine import api
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO = REPO / "examples" / "demo"
+RUN_KEYS = {"source", "ordinal", "pid", "started_at", "ready_at", "ended_at", "end_reason", "load_seconds",
+            "weights_seconds", "ranks", "weights_gib_per_rank", "avail_after_weights_gib", "kv_tokens",
+            "kv_gib_per_rank", "draft_weights_gib_per_rank", "available_gpu_mem_gib", "host_cache_gb_per_rank",
+            "host_cache_gb_total", "prefill_batches", "decode_batches", "http_requests", "retractions", "errors",
+            "config"}
+
+
+def logmine(*args: str) -> str:
+    result = subprocess.run([sys.executable, "-m", "logmine", *args], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    db = str(tmp_path_factory.mktemp("demo") / "demo.duckdb")
+    summary = json.loads(logmine("ingest", str(DEMO / "journal.txt"), str(DEMO / "session.opencode.json"),
+                                 "--db", db, "--json"))
+    assert summary["lines_read"] == summary["lines_typed"] == 1205
+    return db
+
+
+def test_runs_json_contract(demo_db: str) -> None:
+    runs = json.loads(logmine("query", "runs", "--db", demo_db, "--format", "json"))
+    assert [set(r) >= RUN_KEYS for r in runs] == [True, True, True]
+    assert [(r["ordinal"], r["end_reason"], r["started_at"]) for r in runs] == [
+        (1, "restarted", "2026-03-12T10:05:20"), (2, "failed", "2026-03-12T10:33:42"),
+        (3, "running", "2026-03-12T10:37:02")]
+    assert runs[1]["errors"][0]["kind"] == "host_memory" and runs[2]["host_cache_gb_total"] == 160.46
+    assert runs[2]["config"]["hicache_ratio"] == 2.0 and runs[2]["config"]["enable_hierarchical_cache"] is True
+
+
+def test_config_diff_and_links_json_contract(demo_db: str) -> None:
+    diffs = json.loads(logmine("query", "config-diff", "--db", demo_db, "--format", "json"))
+    changed = {(d["from_run"], d["to_run"], d["key"], json.dumps(d["old"]), json.dumps(d["new"]))
+               for d in diffs if d["key"] != "random_seed"}
+    assert changed == {(1, 2, "enable_hierarchical_cache", "false", "true"), (1, 2, "hicache_ratio", "2.0", "3.0"),
+                       (2, 3, "hicache_ratio", "3.0", "2.0")}
+    links = json.loads(logmine("query", "links", "--db", demo_db, "--format", "json"))
+    assert [(k["message_index"], k["kind"], k["changed"], k["run"]) for k in links] == [
+        (2, "config_change", {"enable_hierarchical_cache": [False, True], "hicache_ratio": [2.0, 3.0]}, 2),
+        (6, "config_change", {"hicache_ratio": [3.0, 2.0]}, 3)]
+    (session,) = json.loads(logmine("query", "sessions", "--db", demo_db, "--format", "json"))
+    assert (session["journal_utc_offset_s"], session["unit_file_writes"]) == (3600, 2)
+
+
+def test_every_named_query_renders_in_every_format(demo_db: str) -> None:
+    names = [line.split()[0] for line in logmine("query", "--db", demo_db).splitlines()]
+    assert {"runs", "load-time", "memory-budget", "config-diff", "serving", "errors", "timeline", "sessions",
+            "tool-calls", "commands", "config-changes", "links", "requests"} <= set(names)
+    with api.open_db(demo_db) as con:
+        for name in names:
+            rows = api.query(con, name)
+            assert not rows.empty or name == "unparsed", name  # the demo has no untyped line
+            for fmt in ("table", "csv", "json", "markdown"):
+                assert api.render(rows, fmt).strip(), (name, fmt)
+
+
+def test_sql_and_diff_commands(demo_db: str) -> None:
+    out = json.loads(logmine("sql", "SELECT count(*) AS n FROM decode_batches", "--db", demo_db, "--format", "json"))
+    assert out == [{"n": 789}]
+    diff = json.loads(logmine("diff", "2", "3", "--db", demo_db, "--format", "json"))
+    assert {d["key"]: [d["2"], d["3"]] for d in diff}["hicache_ratio"] == [3.0, 2.0]
