@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .vector_columns import patch
+from .vector_columns import drop_prefix, patch
 
 MONTHS = {m: i for i, m in enumerate(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), start=1)}
@@ -143,8 +143,8 @@ class Envelopes:
     message: pa.StringArray
 
 
-SHORT_RE2 = f"^(?:{SHORT.pattern})(?P<_rest>.*)"
-SHORT_GROUPS = ("mon", "day", "time", "frac", "host", "ident", "pid", "_rest")
+SHORT_RE2 = f"^(?P<_head>{SHORT.pattern})"
+SHORT_GROUPS = ("mon", "day", "time", "frac", "host", "ident", "pid", "_head")
 MONTH_NAMES = pa.array(list(MONTHS))
 TWO_DIGITS = pa.array([f"{i:02d}" for i in range(13)])
 
@@ -175,7 +175,7 @@ def _short_groups(lines: pa.StringArray, ascii_rows: np.ndarray) -> tuple[np.nda
         found = [SHORT.match(line) for line in lines.take(pa.array(slow)).to_pylist()]
         valid[slow] = [f is not None for f in found]
         for name in SHORT_GROUPS:
-            values = [("" if f is None else f.string[f.end():] if name == "_rest" else f[name] or "") for f in found]
+            values = [("" if f is None else f[0] if name == "_head" else f[name] or "") for f in found]
             groups[name] = patch(groups[name], slow, pa.array(values, pa.string()))
     return valid, groups
 
@@ -194,7 +194,7 @@ def _read_short_block(lines: pa.StringArray, ctx: TimeContext, ascii_rows: np.nd
     pid = pc.cast(pc.if_else(has_pid, g["pid"], none), pa.int64())
     return Envelopes(pc.if_else(matched, ts, none), pc.if_else(matched, g["host"], none),
                      pc.if_else(matched, g["ident"], none), pid, pa.nulls(len(lines), pa.string()),
-                     pc.if_else(matched, g["_rest"], lines))
+                     drop_prefix(lines, pc.binary_length(g["_head"])))
 
 
 def _years(month: np.ndarray, valid: np.ndarray, ctx: TimeContext) -> np.ndarray:

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import sglang_formats as formats
-from .vector_columns import patch
+from .vector_columns import drop_prefix, patch
 
 PREFIX = re.compile(
     r"\[(?:(?P<date>\d{4}-\d\d-\d\d) )?(?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<ms>\d{3}))?"
@@ -82,7 +82,7 @@ class Prefixes:
     ranks: dict[str, pa.Int64Array]
 
 
-PREFIX_RE2 = f"^(?:{PREFIX.pattern})(?P<_body>.*)"
+PREFIX_RE2 = f"^(?P<_head>{PREFIX.pattern})"
 BARE_UVICORN_RE2 = f"^(?:{BARE_UVICORN.pattern})(?P<_body>.*)"
 RAY_PREFIX_RE2 = f"^{RAY_PREFIX.pattern}"
 PREFIX_FIELDS = ("date", "time", "ms", "level", "logger")
@@ -102,7 +102,7 @@ def parse_prefixes(messages: pa.StringArray, ascii_rows: np.ndarray) -> Prefixes
             ("date", "ms", "ranks", "level", "logger", "uvlevel")}
     cols["time"] = pc.if_else(prefixed, m.field("time"), null)
     level = pc.coalesce(cols["level"], cols["uvlevel"])
-    body = pc.if_else(prefixed, m.field("_body"), messages)
+    body = drop_prefix(messages, pc.binary_length(m.field("_head")))
     bare_rows = np.nonzero(~prefixed & ascii_rows & ~pc.starts_with(messages, "[").to_numpy(zero_copy_only=False))[0]
     if len(bare_rows):
         bare = pc.extract_regex(messages.take(pa.array(bare_rows)), BARE_UVICORN_RE2)
