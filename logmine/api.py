@@ -17,6 +17,7 @@ from pathlib import Path
 
 import duckdb
 import pandas as pd
+import sqlalchemy
 
 from . import derive, named_queries, transcripts
 from .ingest import LOG_TABLES, IngestReport, Progress
@@ -87,6 +88,13 @@ def open_db(db: str | Path = DEFAULT_DB) -> Iterator[duckdb.DuckDBPyConnection]:
         yield con
     finally:
         con.close()
+
+
+def engine(db: str | Path = DEFAULT_DB) -> sqlalchemy.engine.Engine:
+    """A read-only SQLAlchemy engine on a logmine database, for `pandas.read_sql` and notebook tools."""
+    if not Path(db).exists():
+        raise FileNotFoundError(f"{db}: no such database (run `logmine ingest` first)")
+    return sqlalchemy.create_engine(f"duckdb:///{Path(db).resolve()}", connect_args={"read_only": True})
 
 
 def query(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> pd.DataFrame:
