@@ -167,12 +167,13 @@ def run_starts(markers: list[Marker], pid_changes: set[int], first_line: int) ->
     """First line of each run.
 
     Under systemd a run begins with the unit's `Starting` (or a `Started` without one). Elsewhere it
-    begins where the journald PID changes, or at a second `server_args=` dump within one run.
+    begins where the journald PID changes, or at a second `server_args=` dump (or a second uvicorn
+    `Started server process`) within one run.
     """
     has_systemd = any(m.kind in ("systemd_starting", "systemd_started") for m in markers)
     starts = [first_line]
     previous_systemd = None
-    run_has_args = False
+    run_has_args = run_has_server = False
     events = [(m.line_no, m.kind) for m in markers] + [(line, "pid_change") for line in pid_changes]
     for line_no, kind in sorted(events):
         new_run = False
@@ -182,9 +183,12 @@ def run_starts(markers: list[Marker], pid_changes: set[int], first_line: int) ->
             if kind in ("systemd_starting", "systemd_started"):
                 previous_systemd = kind
         elif kind == "pid_change":
-            new_run, run_has_args = True, False
+            new_run, run_has_args, run_has_server = True, False, False
         elif kind == "server_args":
-            new_run, run_has_args = run_has_args, True
+            new_run, run_has_args, run_has_server = run_has_args, True, False
+        elif kind == "uvicorn_started":
+            new_run, run_has_server = run_has_server, True
+            run_has_args = run_has_args and not new_run
         if new_run and line_no > starts[-1]:
             starts.append(line_no)
     return starts

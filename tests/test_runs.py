@@ -102,3 +102,26 @@ def test_diff_between_two_runs(ingested) -> None:
     diff = api.diff(con, "1", "3").set_index("key")
     assert diff.loc["hicache_ratio"].tolist() == [2.0, 4.0]
     assert diff.loc["enable_hierarchical_cache"].tolist() == [False, True]
+
+
+def test_plain_log_with_two_launches_is_two_runs(tmp_path) -> None:
+    """No systemd, no journald PID: a second server_args dump (or uvicorn start) begins a new run."""
+    lines = [
+        "[2026-05-25 17:21:50] server_args=ServerArgs(model_path='a', tp_size=1, mem_fraction_static=0.8)",
+        "[2026-05-25 17:22:19] INFO:     Started server process [20080]",
+        "[2026-05-25 17:22:25] The server is fired up and ready to roll!",
+        "[2026-05-25 17:40:00] SIGTERM received. signum=15 frame=None. Draining requests and shutting down...",
+        "[2026-05-25 17:43:20] server_args=ServerArgs(model_path='a', tp_size=1, mem_fraction_static=0.85)",
+        "[2026-05-25 17:43:39] INFO:     Started server process [25892]",
+        "[2026-05-25 17:50:00] INFO:     Started server process [26000]",
+    ]
+    log = tmp_path / "server.log"
+    log.write_text("\n".join(lines) + "\n")
+    api.ingest([str(log)], db=tmp_path / "t.duckdb")
+    with api.open_db(tmp_path / "t.duckdb") as con:
+        runs = api.runs(con)
+        diff = api.query(con, "config-diff")
+    assert runs[["ordinal", "pid", "end_reason"]].values.tolist() == [
+        [1, 20080, "restarted"], [2, 25892, "restarted"], [3, 26000, "running"]]
+    assert diff[["from_run", "to_run", "key", "old", "new"]].values.tolist() == [
+        [1, 2, "mem_fraction_static", 0.8, 0.85]]
