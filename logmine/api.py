@@ -20,13 +20,14 @@ import pandas as pd
 import sqlalchemy
 
 from . import derive, named_queries, transcripts
-from .ingest import LOG_TABLES, IngestReport, Progress
-from .ingest import ingest as _ingest_logs
+from .ingest import IngestReport, Progress, drop_staging, merge_staged, stage_logs
 from .inputs import classify_inputs
-from .parsers.log_lines import table_columns
 from .render import render  # noqa: F401 - part of the public API
 from .sources import InputError
-from .store import DEFAULT_DB, connect, ensure_tables, run
+from .store import DEFAULT_DB, connect, run
+
+# DuckDB keeps pages of the tables being written in memory; this bounds it (it spills to disk beyond).
+INGEST_MEMORY = "200MB"
 
 
 @dataclass
@@ -46,26 +47,32 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
            progress: Progress | None = None) -> Report:
     """Parse the inputs into typed events in the DuckDB file `db` (created if missing).
 
-    Runs, configurations and config diffs are recomputed afterwards.
+    Logs are parsed into staging tables first; then, in one transaction, they join the real tables,
+    transcripts are stored, and runs, configs, diffs and links are recomputed. If anything fails or
+    the process is interrupted, the database's tables are as they were before.
     """
+    utc_offset = parse_offset(tz) if tz else None
     log_paths, transcript_paths = classify_inputs(paths)
-    logs = _ingest_logs(log_paths, db=db, envelope=envelope, progress=progress) if log_paths \
-        else IngestReport(str(db))
-    report = Report(logs)
     con = connect(db)
     try:
-        run(con, "BEGIN TRANSACTION")
-        ensure_tables(con, {name: table_columns(name) for name in LOG_TABLES})
+        run(con, f"SET memory_limit = '{INGEST_MEMORY}'")
+        staged = stage_logs(con, log_paths, envelope=envelope, progress=progress)
+        report = Report(staged.report)
         transcripts.ensure_tables(con)
-        for path, fmt in transcript_paths:
-            report.transcripts.append(transcripts.ingest_transcript(con, path, fmt))
-        derive.rebuild(con, utc_offset=parse_offset(tz) if tz else None)
-        run(con, "COMMIT")
-    except BaseException:
-        run(con, "ROLLBACK")
-        raise
+        run(con, "BEGIN TRANSACTION")
+        try:
+            merge_staged(con, staged)
+            for path, fmt in transcript_paths:
+                report.transcripts.append(transcripts.ingest_transcript(con, path, fmt))
+            derive.rebuild(con, utc_offset=utc_offset)
+            run(con, "COMMIT")
+        except BaseException:
+            run(con, "ROLLBACK")
+            raise
+        drop_staging(con)
     finally:
         con.close()
+    report.logs.db = str(db)
     return report
 
 

@@ -1,19 +1,22 @@
-"""`ingest`: read inputs, parse them in batches and append the rows to DuckDB in one transaction.
+"""Log ingest: read inputs, parse them in batches, stage the rows, then move them in one transaction.
 
 Data flow: sources (bytes → lines) → parsers.envelopes (envelope → message) → parsers.sglang
 (message → kind + fields) → ColumnBatch → store (DuckDB). Re-ingesting a file adds nothing; a file
 that grew is read from where the last ingest stopped.
+
+Batches are committed one by one into `_stage_*` tables, so memory stays flat however large the input
+(DuckDB keeps an open transaction's rows in memory); the real tables change only in `merge_staged`,
+which the caller runs inside its transaction. An interrupted ingest leaves the real tables as they were.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
+import multiprocessing
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import duckdb
 import pyarrow as pa
@@ -21,7 +24,7 @@ import pyarrow.compute as pc
 
 from .parsers.envelopes import FORMATS, TimeContext, detect_format, infer_context
 from .parsers.events import COMMON_COLUMNS, EVENT_TABLES
-from .parsers.log_lines import LINE_COLUMNS, NATIVE_COLUMNS, ColumnBatch, LineParser, table_columns
+from .parsers.log_lines import LINE_COLUMNS, ColumnBatch, LineParser, table_columns
 from .sources import (
     BLOCK_BYTES,
     SNIFF_BYTES,
@@ -39,20 +42,22 @@ from .sources import (
 )
 from .store import (
     append,
-    connect,
     delete_rows,
     ensure_tables,
     find_source,
-    insert_lines,
     next_source_id,
-    register_lines,
     run,
+    typed_table,
     upsert_source,
 )
 
-BATCH_LINES = 50_000
+BATCH_LINES = 125_000
+# Inputs this large are parsed in a worker process; smaller ones are not worth starting it.
+WORKER_MIN_BYTES = 32 << 20
+WORKER_QUEUE = 2
 TAIL_BYTES = 4096
 LOG_TABLES = ["lines"] + [t.name for t in EVENT_TABLES]
+STAGE = "_stage_"
 Progress = Callable[[str, int, int | None], None]  # (input name, bytes done, bytes total)
 
 
@@ -92,41 +97,59 @@ class IngestReport:
         }
 
 
-def ingest(paths: list[str], db: str | Path = "logmine.duckdb", envelope: str | None = None,
-           progress: Progress | None = None) -> IngestReport:
-    """Ingest log files (or `-` for stdin, or directories) into the DuckDB file `db`.
+@dataclass
+class Staged:
+    """What `stage_logs` prepared: rows in `_stage_*` tables plus the changes to apply with them."""
 
-    All inputs are ingested in one transaction: if anything fails, the database is left as it was.
-    """
+    report: IngestReport
+    deletions: list[tuple[int, int]] = field(default_factory=list)  # (source_id, from line_no)
+    sources: list[dict] = field(default_factory=list)
+    next_source_id: int = 1
+
+    def allocate_source_id(self) -> int:
+        self.next_source_id += 1
+        return self.next_source_id - 1
+
+
+def stage_logs(con: duckdb.DuckDBPyConnection, paths: list[str], envelope: str | None = None,
+               progress: Progress | None = None) -> Staged:
+    """Parse log files (or `-` for stdin) into the staging tables; the real tables are not touched."""
     if envelope is not None and envelope not in FORMATS:
         raise InputError(f"unknown format {envelope!r}; choose one of {', '.join(FORMATS)}")
     inputs = expand_paths(paths)
-    con = connect(db)
-    report = IngestReport(str(db))
-    try:
-        ensure_tables(con, {name: table_columns(name) for name in LOG_TABLES})
-        run(con, "BEGIN TRANSACTION")
-        for inp in inputs:
-            report.sources.append(ingest_log(con, inp, envelope, progress))
-        run(con, "COMMIT")
-    except BaseException:
-        rollback(con)
-        raise
-    finally:
-        con.close()
-    return report
+    ensure_tables(con, {name: table_columns(name) for name in LOG_TABLES})
+    drop_staging(con)
+    for table in LOG_TABLES:
+        run(con, f'CREATE TABLE "{STAGE}{table}" AS SELECT * FROM "{table}" LIMIT 0')
+    staged = Staged(IngestReport(db=""), next_source_id=next_source_id(con))
+    for inp in inputs:
+        staged.report.sources.append(ingest_log(con, inp, envelope, staged, progress))
+    return staged
 
 
-def rollback(con: duckdb.DuckDBPyConnection) -> None:
-    with contextlib.suppress(duckdb.Error):  # the transaction may not have started
-        run(con, "ROLLBACK")
+def merge_staged(con: duckdb.DuckDBPyConnection, staged: Staged) -> None:
+    """Apply the staged ingest to the real tables; run it inside a transaction."""
+    for source_id, from_line in staged.deletions:
+        delete_rows(con, LOG_TABLES, source_id, from_line)
+    for table in LOG_TABLES:
+        run(con, f'INSERT INTO "{table}" SELECT * FROM "{STAGE}{table}"')
+    for record in staged.sources:
+        upsert_source(con, record)
 
 
-def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
+def drop_staging(con: duckdb.DuckDBPyConnection) -> None:
+    """Remove staging tables, including those an interrupted ingest left behind."""
+    for table in LOG_TABLES:
+        run(con, f'DROP TABLE IF EXISTS "{STAGE}{table}"')
+
+
+def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, staged: Staged,
                progress: Progress | None = None) -> SourceReport:
     previous = find_source(con, inp.path) if inp.path != "-" else None
-    start_offset, first_line, status = plan_resume(con, inp, previous)
-    source_id = previous["source_id"] if previous else next_source_id(con)
+    start_offset, first_line, status = plan_resume(inp, previous)
+    source_id = previous["source_id"] if previous else staged.allocate_source_id()
+    if status in ("grown", "replaced"):
+        staged.deletions.append((source_id, first_line))
     report = SourceReport(inp.display, source_id, status)
     if status == "unchanged":
         report.envelope = previous["envelope"]
@@ -137,37 +160,31 @@ def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
         if start_offset == 0 and envelope is None and looks_binary(stream.head):
             raise InputError(f"{inp.display}:1: binary data, not a log (use --format plain to force)")
         sample = [line for line, _ in _sample_lines(stream.head)]
-        if previous and status == "grown":
-            fmt = previous["envelope"]
-            time = TimeContext(previous["year"], _seconds(previous["utc_offset_s"]))
-            fallback_date = previous["fallback_date"]
-        else:
-            fmt = envelope or detect_format(sample[:200])
-            fallback_date = datetime.fromtimestamp(inp.mtime or datetime.now().timestamp()).strftime("%Y-%m-%d")
-            time = infer_context(fmt, sample, int(fallback_date[:4]))
-        report.envelope = fmt
-        parser = LineParser(source_id, fmt, time, fallback_date)
-        hasher = hashlib.blake2b(digest_size=16)
-        line_no = first_line - 1
-        batch = ColumnBatch()
-        partial = False
-        consumed = 0
-        for block in iter_line_blocks(stream, hasher):
-            lines, bad = block.columns()
-            parser.parse_block(line_no + 1, lines, bad, batch)
-            line_no += len(lines)
-            partial = block.partial_last
-            consumed = block.end_offset
-            if len(batch) >= BATCH_LINES:
-                flush(con, batch, report)
-                batch = ColumnBatch()
-            if progress:
-                progress(inp.display, start_offset + consumed, inp.size)
-        parser.finish(batch)
-        flush(con, batch, report)
-    finally:
-        if inp.path != "-":
-            stream.close()
+    except BaseException:
+        stream.close()
+        raise
+    if previous and status == "grown":
+        fmt = previous["envelope"]
+        time = TimeContext(previous["year"], _seconds(previous["utc_offset_s"]))
+        fallback_date = previous["fallback_date"]
+    else:
+        fmt = envelope or detect_format(sample[:200])
+        fallback_date = datetime.fromtimestamp(inp.mtime or datetime.now().timestamp()).strftime("%Y-%m-%d")
+        time = infer_context(fmt, sample, int(fallback_date[:4]))
+    report.envelope = fmt
+    plan = ParsePlan(inp, start_offset, first_line, source_id, fmt, time, fallback_date)
+    if inp.path != "-" and (inp.size or 0) >= WORKER_MIN_BYTES:
+        stream.close()  # the worker process reopens the file
+        batches = parse_in_worker(plan)
+    else:
+        batches = parse_batches(plan, stream)
+    parsed = Parsed({}, 0, first_line - 1, False, None)
+    for parsed in batches:
+        flush(con, parsed.tables, report)
+        if progress:
+            progress(inp.display, start_offset + parsed.consumed, inp.size)
+    consumed, line_no, partial = parsed.consumed, parsed.line_no, parsed.partial
+    digest = parsed.digest
 
     bytes_done = start_offset + consumed
     lines_done = line_no
@@ -176,22 +193,104 @@ def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
         last_len = len(_last_line_bytes(inp, bytes_done)) if inp.resumable else 0
         bytes_done -= last_len
         lines_done -= 1
-    upsert_source(con, {
+    record = {
         "source_id": source_id, "path": inp.path, "display": inp.display, "kind": "log", "envelope": fmt,
         "compression": inp.compression, "size_bytes": inp.size, "bytes_ingested": bytes_done,
         "lines_ingested": lines_done, "partial_last_line": partial,
         "head_hash": _head_hash(inp, bytes_done), "tail_hash": _tail_hash(inp, bytes_done),
-        "content_hash": hasher.hexdigest() if start_offset == 0 else (previous or {}).get("content_hash"),
+        "content_hash": digest if start_offset == 0 else (previous or {}).get("content_hash"),
         "year": time.year, "utc_offset_s": int(time.utc_offset.total_seconds()),
         "fallback_date": fallback_date, "ingested_at": datetime.now(),
-    })
-    if inp.path == "-":
-        dedupe_stdin(con, report, hasher.hexdigest())
+    }
+    if inp.path == "-" and is_duplicate_stdin(con, report, digest):
+        return report
+    staged.sources.append(record)
     return report
 
 
-def plan_resume(con: duckdb.DuckDBPyConnection, inp: Input, previous: dict | None) -> tuple[int, int, str]:
-    """(byte offset, first line number, status) for this input given what was ingested before."""
+@dataclass
+class ParsePlan:
+    """Everything needed to parse one input, picklable so a worker process can do it."""
+
+    inp: Input
+    start_offset: int
+    first_line: int
+    source_id: int
+    envelope: str
+    time: TimeContext
+    fallback_date: str
+
+
+@dataclass
+class Parsed:
+    """One parsed batch: its tables, and how far the input has been read after it."""
+
+    tables: dict[str, pa.Table]
+    consumed: int  # bytes from the start offset
+    line_no: int  # last line number parsed
+    partial: bool  # the input's last line has no newline
+    digest: str | None  # content hash, on the final batch
+
+
+def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iterator[Parsed]:
+    """Parse an input block by block into batches of about BATCH_LINES lines."""
+    stream = stream or PeekableStream(open_bytes(plan.inp, plan.start_offset))
+    parser = LineParser(plan.source_id, plan.envelope, plan.time, plan.fallback_date)
+    hasher = hashlib.blake2b(digest_size=16)
+    line_no, consumed, partial = plan.first_line - 1, 0, False
+    batch = ColumnBatch()
+    try:
+        for block in iter_line_blocks(stream, hasher):
+            lines, bad = block.columns()
+            parser.parse_block(line_no + 1, lines, bad, batch)
+            line_no += len(lines)
+            partial, consumed = block.partial_last, block.end_offset
+            if len(batch) >= BATCH_LINES:
+                yield Parsed(typed_batch(batch.tables()), consumed, line_no, partial, None)
+                batch = ColumnBatch()
+        parser.finish(batch)
+        yield Parsed(typed_batch(batch.tables()), consumed, line_no, partial, hasher.hexdigest())
+    finally:
+        if plan.inp.path != "-":
+            stream.close()
+
+
+def parse_in_worker(plan: ParsePlan) -> Iterator[Parsed]:
+    """`parse_batches` in a second process, so parsing and the DuckDB appends use both cores.
+
+    The queue is bounded: the worker waits while the database falls behind, keeping memory flat.
+    """
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue(maxsize=WORKER_QUEUE)
+    worker = context.Process(target=_parse_worker, args=(plan, queue), daemon=True)
+    worker.start()
+    try:
+        while True:
+            item = queue.get()
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+            if item.digest is not None:
+                return
+    finally:
+        worker.join(timeout=5)
+        if worker.is_alive():
+            worker.kill()
+
+
+def _parse_worker(plan: ParsePlan, queue: multiprocessing.Queue) -> None:
+    try:
+        for parsed in parse_batches(plan):
+            queue.put(parsed)
+    except BaseException as exc:  # reported to, and raised in, the main process
+        queue.put(exc)
+
+
+def plan_resume(inp: Input, previous: dict | None) -> tuple[int, int, str]:
+    """(byte offset, first line number, status) for this input given what was ingested before.
+
+    For `grown` and `replaced` inputs the stored rows from that first line on are deleted at merge.
+    """
     if previous is None:
         return 0, 1, "new"
     if inp.resumable:
@@ -205,26 +304,48 @@ def plan_resume(con: duckdb.DuckDBPyConnection, inp: Input, previous: dict | Non
             if size == done + len(_last_line_bytes(inp, size)) and previous["partial_last_line"] \
                     and size == previous["size_bytes"]:
                 return 0, 1, "unchanged"
-            delete_rows(con, LOG_TABLES, previous["source_id"], previous["lines_ingested"] + 1)
             return done, previous["lines_ingested"] + 1, "grown"
     elif inp.size == previous["size_bytes"] and _head_hash(inp, SNIFF_BYTES) == previous["head_hash"]:
         return 0, 1, "unchanged"
-    delete_rows(con, LOG_TABLES, previous["source_id"])
     return 0, 1, "replaced"
 
 
-def flush(con: duckdb.DuckDBPyConnection, batch: ColumnBatch, report: SourceReport) -> None:
-    tables = batch.tables()
-    lines = tables.pop("lines", None)
+def typed_batch(tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
+    """The parser's text tables as tables of the database's column types, ready to append.
+
+    An event's time, PID and ranks are those of its line: they are copied from the batch's `lines`
+    where the event row has none (errors closed later carry their own).
+    """
+    lines = tables.get("lines")
     if lines is None:
         lines = pa.table({name: pa.array([], pa.string()) for name in LINE_COLUMNS})
-    register_lines(con, lines, LINE_COLUMNS, NATIVE_COLUMNS)
-    try:
-        insert_lines(con, "lines", LINE_COLUMNS)
-        for table, data in tables.items():
-            append(con, table, data, table_columns(table), NATIVE_COLUMNS, inherit=COMMON_COLUMNS)
-    finally:
-        con.unregister("_logmine_lines")
+    lines = typed_table(lines, LINE_COLUMNS)
+    typed = {"lines": lines}
+    first = lines.column("line_no")[0].as_py() if lines.num_rows else 0
+    for table, data in tables.items():
+        if table == "lines":
+            continue
+        columns = table_columns(table)
+        data = typed_table(data, columns)
+        position = pc.subtract(data.column("line_no"), first)
+        inside = pc.and_(pc.greater_equal(position, 0), pc.less(position, lines.num_rows))
+        index = pc.if_else(inside, position, pa.scalar(None, pa.int64()))
+        for name in COMMON_COLUMNS:
+            if name in ("source_id", "line_no", "kind"):
+                continue
+            inherited = pc.take(lines.column(name), index)
+            own = data.column(name)
+            if own.type == inherited.type:
+                data = data.set_column(data.schema.get_field_index(name), name, pc.coalesce(own, inherited))
+        typed[table] = data
+    return typed
+
+
+def flush(con: duckdb.DuckDBPyConnection, tables: dict[str, pa.Table], report: SourceReport) -> None:
+    """Append one typed batch to the staging tables (each append commits on its own)."""
+    for table, data in tables.items():
+        append(con, STAGE + table, data, table_columns(table))
+    lines = tables["lines"]
     kinds = Counter({row["values"]: row["counts"] for row in pc.value_counts(lines.column("kind")).to_pylist()})
     untyped = kinds.pop(None, 0)
     report.lines_read += lines.num_rows
@@ -233,16 +354,17 @@ def flush(con: duckdb.DuckDBPyConnection, batch: ColumnBatch, report: SourceRepo
     report.by_kind.update(kinds)
 
 
-def dedupe_stdin(con: duckdb.DuckDBPyConnection, report: SourceReport, content_hash: str) -> None:
-    """stdin has no path: the same bytes piped twice are recognised by their hash."""
-    earlier = con.execute("SELECT min(source_id) FROM sources WHERE content_hash = ? AND source_id <> ?",
-                          [content_hash, report.source_id]).fetchall()[0][0]
-    if earlier is not None:
-        delete_rows(con, LOG_TABLES, report.source_id)
-        run(con, "DELETE FROM sources WHERE source_id = ?", [report.source_id])
-        report.source_id, report.status = earlier, "unchanged"
-        report.lines_read = report.lines_typed = report.lines_untyped = 0
-        report.by_kind.clear()
+def is_duplicate_stdin(con: duckdb.DuckDBPyConnection, report: SourceReport, content_hash: str) -> bool:
+    """stdin has no path: the same bytes piped twice are recognised by their hash, and not staged again."""
+    earlier = run(con, "SELECT min(source_id) FROM sources WHERE content_hash = ?", [content_hash])[0][0]
+    if earlier is None:
+        return False
+    for table in LOG_TABLES:
+        run(con, f'DELETE FROM "{STAGE}{table}" WHERE source_id = ?', [report.source_id])
+    report.source_id, report.status = earlier, "unchanged"
+    report.lines_read = report.lines_typed = report.lines_untyped = 0
+    report.by_kind.clear()
+    return True
 
 
 def _sample_lines(head: bytes) -> list[tuple[str, bool]]:

@@ -45,75 +45,51 @@ def ensure_tables(con: duckdb.DuckDBPyConnection, tables: Mapping[str, Mapping[s
         create_table(con, name, columns)
 
 
-INTEGER_TYPES = ("INTEGER", "BIGINT", "SMALLINT")
+ARROW_TYPES: dict[str, pa.DataType] = {
+    "INTEGER": pa.int32(), "BIGINT": pa.int64(), "SMALLINT": pa.int16(), "DOUBLE": pa.float64(),
+    "BOOLEAN": pa.bool_(), "TIMESTAMP": pa.timestamp("us"), "VARCHAR": pa.string(), "JSON": pa.string(),
+    "MAP(VARCHAR, VARCHAR)": pa.map_(pa.string(), pa.string()),
+}
 
 
-def arrow_schema(columns: Mapping[str, str], native: Iterable[str]) -> pa.Schema:
-    """Arrow types for a batch: `native` columns arrive as Python ints/bools, the rest as text."""
-    native = set(native)
-    fields = []
-    for name, duck_type in columns.items():
-        if duck_type.startswith("MAP"):
-            arrow_type = pa.map_(pa.string(), pa.string())
-        elif name in native and duck_type.startswith(INTEGER_TYPES):
-            arrow_type = pa.int64()
-        elif name in native and duck_type == "BOOLEAN":
-            arrow_type = pa.bool_()
-        else:
-            arrow_type = pa.string()
-        fields.append(pa.field(name, arrow_type))
-    return pa.schema(fields)
+def arrow_type(duck_type: str) -> pa.DataType:
+    return ARROW_TYPES[duck_type.split(" PRIMARY")[0]]
 
 
-def conform(data: pa.Table, schema: pa.Schema) -> pa.Table:
-    """`data` with exactly the columns of `schema`: missing ones are null, others cast to its types."""
-    columns = []
-    for f in schema:
-        if f.name in data.column_names:
-            column = data.column(f.name)
-            columns.append(column if column.type == f.type else column.cast(f.type))
-        else:
-            columns.append(pa.nulls(data.num_rows, f.type))
-    return pa.Table.from_arrays(columns, schema=schema)
+def typed_table(data: pa.Table, columns: Mapping[str, str]) -> pa.Table:
+    """`data` with exactly `columns` (missing ones null), each cast in Arrow to its column's type.
 
-
-def _cast(name: str, duck_type: str, source: str = "b") -> str:
-    return f'TRY_CAST({source}."{name}" AS {duck_type.split(" PRIMARY")[0]})'
-
-
-def append(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table, columns: Mapping[str, str],
-           native: Iterable[str], inherit: Iterable[str] = ()) -> None:
-    """Append rows; text values are cast to the column types by DuckDB in bulk.
-
-    Columns named in `inherit` that a row leaves empty are taken from the row of the registered
-    `_logmine_lines` batch with the same `line_no` (an event's time, pid and ranks are its line's).
+    A column whose text does not cast (a field SGLang printed oddly) stays text; `append` lets
+    DuckDB TRY_CAST it, so one odd value becomes NULL instead of failing the batch.
     """
-    inherit = set(inherit) - {"line_no", "source_id"}
+    arrays, fields = [], []
+    for name, duck_type in columns.items():
+        target = arrow_type(duck_type)
+        if name not in data.column_names:
+            column = pa.nulls(data.num_rows, target)
+        else:
+            column = data.column(name)
+            if column.type != target:
+                try:
+                    column = column.cast(target)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                    column = column.cast(pa.string())
+        arrays.append(column)
+        fields.append(pa.field(name, column.type))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def append(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table, columns: Mapping[str, str]) -> None:
+    """Append a `typed_table`; columns left as text are TRY_CAST by DuckDB."""
     exprs = []
     for name, duck_type in columns.items():
-        if name in inherit:
-            exprs.append(f'coalesce({_cast(name, duck_type)}, {_cast(name, duck_type, "l")}) AS "{name}"')
-        else:
-            exprs.append(f'{_cast(name, duck_type)} AS "{name}"')
-    source = "_logmine_batch AS b"
-    if inherit:
-        source += " LEFT JOIN _logmine_lines AS l ON l.line_no = b.line_no"
-    con.register("_logmine_batch", conform(data, arrow_schema(columns, native)))
+        plain = data.schema.field(name).type == arrow_type(duck_type)
+        exprs.append(f'"{name}"' if plain else f'TRY_CAST("{name}" AS {duck_type.split(" PRIMARY")[0]}) AS "{name}"')
+    con.register("_logmine_batch", data)
     try:
-        run(con, f'INSERT INTO "{table}" BY NAME SELECT {", ".join(exprs)} FROM {source}')
+        run(con, f'INSERT INTO "{table}" BY NAME SELECT {", ".join(exprs)} FROM _logmine_batch')
     finally:
         con.unregister("_logmine_batch")
-
-
-def register_lines(con: duckdb.DuckDBPyConnection, lines: pa.Table, columns: Mapping[str, str],
-                   native: Iterable[str]) -> None:
-    """Make a batch of line rows visible as `_logmine_lines`, for `append(..., inherit=...)`."""
-    con.register("_logmine_lines", conform(lines, arrow_schema(columns, native)))
-
-
-def insert_lines(con: duckdb.DuckDBPyConnection, table: str, columns: Mapping[str, str]) -> None:
-    exprs = ", ".join(f'{_cast(name, duck_type)} AS "{name}"' for name, duck_type in columns.items())
-    run(con, f'INSERT INTO "{table}" BY NAME SELECT {exprs} FROM _logmine_lines AS b')
 
 
 def delete_rows(con: duckdb.DuckDBPyConnection, tables: Iterable[str], source_id: int,

@@ -40,9 +40,6 @@ LINE_COLUMNS: dict[str, str] = {
     "ep": "SMALLINT", "level": "VARCHAR", "logger": "VARCHAR", "prefixed": "BOOLEAN", "kind": "VARCHAR",
     "group_line_no": "BIGINT", "message": "VARCHAR", "bad_utf8": "BOOLEAN",
 }
-# Columns the parser fills with Python ints/bools; every other value is text cast by the database.
-NATIVE_COLUMNS = frozenset({"source_id", "line_no", "pid", "dp", "pp", "attn_cp", "moe_dp", "tp", "ep",
-                            "group_line_no", "prefixed", "bad_utf8"})
 # Kinds whose text is itself a line of a traceback, so it joins the open traceback too.
 IN_TRACEBACK_KINDS = frozenset({"host_memory_short", "not_enough_memory"})
 SYSTEMD_TABLE = "systemd"
