@@ -29,6 +29,11 @@ CONFIG_COLUMNS = {"config_id": "VARCHAR", "args": "JSON", "n_args": "INTEGER"}
 DIFF_COLUMNS = {"source_id": "INTEGER", "from_run": "INTEGER", "to_run": "INTEGER", "key": "VARCHAR",
                 "old": "JSON", "new": "JSON"}
 
+# A line's own time: `-o cat` and plain files give systemd's lines no time, and the parser carries the
+# previous line's time onto them; for run boundaries that borrowed time would be misleading.
+OWN_TS = ("CASE WHEN l.log_ts IS NULL AND (SELECT envelope FROM sources WHERE source_id = l.source_id) = 'plain' "
+          "THEN NULL ELSE l.ts END")
+
 # Line kinds the segmentation and the end-of-run reasoning look at.
 MARKER_KINDS = (
     "systemd_starting", "systemd_started", "systemd_stopping", "systemd_stopped", "systemd_deactivated",
@@ -56,6 +61,7 @@ class Run:
     markers: list[Marker] = field(default_factory=list)
     pids: Counter = field(default_factory=Counter)
     last_line_no: int = 0
+    first_ts: object = None
     last_ts: object = None
 
     def first(self, *kinds: str) -> Marker | None:
@@ -128,7 +134,7 @@ def create_run_views(con: duckdb.DuckDBPyConnection) -> None:
 def segment(con: duckdb.DuckDBPyConnection, source_id: int) -> list[Run]:
     """Split a source's lines into runs."""
     markers = [Marker(*row) for row in run(con, f"""
-        SELECT l.line_no, l.kind, l.ts, l.pid, l.message FROM lines AS l
+        SELECT l.line_no, l.kind, {OWN_TS} AS ts, l.pid, l.message FROM lines AS l
         WHERE l.source_id = ? AND l.kind IN ({', '.join("'" + k + "'" for k in MARKER_KINDS)})
         ORDER BY l.line_no""", [source_id])]
     pid_changes = [r[0] for r in run(con, """
@@ -154,8 +160,9 @@ def segment(con: duckdb.DuckDBPyConnection, source_id: int) -> list[Run]:
                            AND pid IS NOT NULL AND coalesce(ident, '') <> 'systemd' GROUP BY pid""",
                    [source_id, r.first_line_no, r.last_line_no])
         r.pids.update(dict(rows))
-        r.last_ts = run(con, "SELECT max(ts) FROM lines WHERE source_id = ? AND line_no BETWEEN ? AND ?",
-                        [source_id, r.first_line_no, r.last_line_no])[0][0]
+        r.first_ts, r.last_ts = run(con, f"""SELECT min({OWN_TS}), max({OWN_TS}) FROM lines AS l
+                                             WHERE source_id = ? AND line_no BETWEEN ? AND ?""",
+                                    [source_id, r.first_line_no, r.last_line_no])[0]
     if len(runs) > 1 and not runs[0].markers and not runs[0].pids:
         # Lines before the first start (a journal header, a boot marker) belong to the first run.
         runs[1].first_line_no = runs[0].first_line_no
@@ -196,20 +203,20 @@ def run_starts(markers: list[Marker], pid_changes: set[int], first_line: int) ->
 
 def describe_run(r: Run, ordinal: int, is_last: bool) -> dict[str, object]:
     started = r.first("systemd_started")
-    first_ts = next((m.ts for m in r.markers if m.ts is not None), None)
     ready = r.first("server_ready")
     exited = r.first("systemd_main_exited")
     stopped = r.first("systemd_stopped", "systemd_deactivated")
     reason, detail = end_reason(r, is_last)
-    ended = exited or stopped
-    ended_at = ended.ts if ended else (None if reason == "running" else r.last_ts)
+    ended_at = next((m.ts for m in (exited, stopped) if m is not None and m.ts is not None), None)
+    if ended_at is None and reason != "running":
+        ended_at = r.last_ts
     pid = r.pids.most_common(1)[0][0] if r.pids else None
     if pid is None:
         uvicorn = r.first("uvicorn_started")
         pid = _int_in(uvicorn.detail) if uvicorn else None
     return {
         "source_id": r.source_id, "ordinal": ordinal, "first_line_no": r.first_line_no,
-        "last_line_no": r.last_line_no, "pid": pid, "started_at": started.ts if started else first_ts or r.last_ts,
+        "last_line_no": r.last_line_no, "pid": pid, "started_at": started.ts if started and started.ts else r.first_ts,
         "ready_at": ready.ts if ready else None, "ended_at": ended_at, "end_reason": reason,
         "end_detail": detail, "config_id": None,
     }
