@@ -103,6 +103,8 @@ def ingest_transcript(con: duckdb.DuckDBPyConnection, path: Path, fmt: str | Non
     skipped_sessions: set[str] = set()
     for record in read_transcripts(path):
         add_record(record, source_id, rows, known_sessions, skipped_sessions, report)
+    if skipped_sessions and not report.sessions:
+        report.status = "duplicate: its sessions were already stored from another file"
     for call in list(rows["tool_calls"]):
         enrich_tool_call(call, rows)
     for table, table_rows in rows.items():
