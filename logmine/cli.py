@@ -9,6 +9,7 @@ import click
 import duckdb
 
 from . import api, named_queries
+from .parsers.envelopes import FORMATS as ENVELOPES
 from .render import FORMATS as OUTPUT_FORMATS
 from .render import render
 from .sources import InputError
@@ -27,7 +28,7 @@ def main() -> None:
 @click.argument("paths", nargs=-1, required=True)
 @DB_OPTION
 @click.option("--format", "envelope", default=None,
-              help="Force the log envelope: journal-short, journal-iso, journal-unix, journal-json, stamped, plain.")
+              help="Force the log envelope: " + ", ".join(ENVELOPES) + ".")
 @click.option("--tz", default=None, help="UTC offset of the journal's local time, e.g. +01:00 (else inferred).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None, as_json: bool) -> None:

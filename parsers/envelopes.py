@@ -27,13 +27,18 @@ SHORT = re.compile(r"(?P<mon>[A-Z][a-z]{2}) (?P<day>[ \d]\d) (?P<time>\d\d:\d\d:
 ISO = re.compile(r"(?P<date>\d{4}-\d\d-\d\d)T(?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))?"
                  r"(?P<tz>Z|[+-]\d\d:?\d\d)? " + IDENT)
 UNIX = re.compile(r"(?P<epoch>\d{9,11})(?:\.(?P<frac>\d{1,6}))? " + IDENT)
+# `-o short-full`: `Sun 2026-03-01 22:41:10 CET host ident[pid]: `; `-o short-monotonic`: `[ 1234.567890] ...`.
+FULL = re.compile(r"(?P<dow>[A-Z][a-z]{2}) (?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,6}))? "
+                  r"(?P<zone>[A-Z]{2,5}|[+-]\d\d:?\d\d) " + IDENT)
+MONOTONIC = re.compile(r"\[\s*(?P<mono>\d+\.\d+)\] " + IDENT)
 # `docker logs -t` and other tools put an RFC 3339 or `date time` stamp before the message.
 STAMPED = re.compile(r"(?P<date>\d{4}-\d\d-\d\d)[T ](?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))?"
                      r"(?P<tz>Z|[+-]\d\d:?\d\d)? (?=\S)")
 SGLANG_DATE = re.compile(r"\[(?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)")
 JOURNAL_HEADER_YEAR = re.compile(r"-- (?:Logs begin at|Journal begins at) \w+ (?P<year>\d{4})-")
 
-FORMATS = ("journal-short", "journal-iso", "journal-unix", "journal-json", "stamped", "plain")
+FORMATS = ("journal-short", "journal-iso", "journal-full", "journal-unix", "journal-monotonic", "journal-json",
+           "stamped", "plain")
 
 
 @dataclass
@@ -82,6 +87,22 @@ def read_iso(line: str, ctx: TimeContext) -> Envelope:
     return Envelope(ts, m["host"], m["ident"], _int(m["pid"]), line[m.end():])
 
 
+def read_full(line: str, ctx: TimeContext) -> Envelope:
+    m = FULL.match(line)
+    if not m:
+        return Envelope(None, None, None, None, line)
+    ts = f"{m['date']} {m['time']}{_fraction(m['frac'])}"
+    return Envelope(ts, m["host"], m["ident"], _int(m["pid"]), line[m.end():])
+
+
+def read_monotonic(line: str, ctx: TimeContext) -> Envelope:
+    """Seconds since boot are no wall-clock time: lines take SGLang's own timestamps instead."""
+    m = MONOTONIC.match(line)
+    if not m:
+        return Envelope(None, None, None, None, line)
+    return Envelope(None, m["host"], m["ident"], _int(m["pid"]), line[m.end():])
+
+
 def read_unix(line: str, ctx: TimeContext) -> Envelope:
     m = UNIX.match(line)
     if not m:
@@ -126,8 +147,8 @@ def read_json(line: str, ctx: TimeContext) -> Envelope:
 
 
 READERS: dict[str, Callable[[str, TimeContext], Envelope]] = {
-    "journal-short": read_short, "journal-iso": read_iso, "journal-unix": read_unix,
-    "journal-json": read_json, "stamped": read_stamped, "plain": read_plain,
+    "journal-short": read_short, "journal-iso": read_iso, "journal-full": read_full, "journal-unix": read_unix,
+    "journal-monotonic": read_monotonic, "journal-json": read_json, "stamped": read_stamped, "plain": read_plain,
 }
 
 
@@ -225,8 +246,8 @@ def detect_format(sample: Iterable[str]) -> str:
     if sum(ln.lstrip().startswith("{") and '"MESSAGE"' in ln for ln in lines) >= len(lines) * 0.5:
         return "journal-json"
     counts = {name: sum(1 for ln in lines if rx.match(ln))
-              for name, rx in (("journal-short", SHORT), ("journal-iso", ISO), ("journal-unix", UNIX),
-                               ("stamped", STAMPED))}
+              for name, rx in (("journal-short", SHORT), ("journal-iso", ISO), ("journal-full", FULL),
+                               ("journal-unix", UNIX), ("journal-monotonic", MONOTONIC), ("stamped", STAMPED))}
     best = max(counts, key=lambda k: counts[k])
     return best if counts[best] >= len(lines) * 0.3 else "plain"
 

@@ -35,6 +35,10 @@ def envelope_lines(fmt: str) -> list[str]:
             out.append(f"Mar 01 {sec}.123456 gpu-node {ident}: {message}")
         elif fmt == "short-iso":
             out.append(f"2026-03-01T{sec}+0000 gpu-node {ident}: {message}")
+        elif fmt == "short-full":
+            out.append(f"Sun 2026-03-01 {sec} UTC gpu-node {ident}: {message}")
+        elif fmt == "short-monotonic":
+            out.append(f"[ {1234 + i}.123456] gpu-node {ident}: {message}")
         elif fmt == "short-unix":
             out.append(f"{EPOCH + i}.123456 gpu-node {ident}: {message}")
         elif fmt == "cat":
@@ -54,7 +58,8 @@ def ingest(tmp_path: Path, paths: list[Path], **kw) -> tuple[dict, duckdb.DuckDB
 
 @pytest.mark.parametrize("fmt, detected", [
     ("short", "journal-short"), ("short-precise", "journal-short"), ("short-iso", "journal-iso"),
-    ("short-unix", "journal-unix"), ("cat", "plain"), ("json", "journal-json"),
+    ("short-unix", "journal-unix"), ("short-full", "journal-full"), ("short-monotonic", "journal-monotonic"),
+    ("cat", "plain"), ("json", "journal-json"),
 ])
 def test_every_journal_output_mode_gives_the_same_events(tmp_path: Path, fmt: str, detected: str) -> None:
     log = tmp_path / f"journal-{fmt}.txt"
