@@ -67,56 +67,38 @@ def _local_from_epoch(seconds: float, ctx: TimeContext) -> str:
     return local.replace(tzinfo=None).isoformat(sep=" ")
 
 
-def read_short(line: str, ctx: TimeContext) -> Envelope:
-    m = SHORT.match(line)
-    if not m:
-        return Envelope(None, None, None, None, line)
+def _short_time(m: re.Match[str], ctx: TimeContext) -> str:
     month = MONTHS.get(m["mon"], 1)
     if ctx.last_month and month < ctx.last_month:  # journal rolled over into a new year
         ctx.year += 1
     ctx.last_month = month
-    ts = f"{ctx.year:04d}-{month:02d}-{int(m['day']):02d} {m['time']}{_fraction(m['frac'])}"
-    return Envelope(ts, m["host"], m["ident"], _int(m["pid"]), line[m.end():])
+    return f"{ctx.year:04d}-{month:02d}-{int(m['day']):02d} {m['time']}{_fraction(m['frac'])}"
 
 
-def read_iso(line: str, ctx: TimeContext) -> Envelope:
-    m = ISO.match(line)
-    if not m:
-        return Envelope(None, None, None, None, line)
-    ts = f"{m['date']} {m['time']}{_fraction(m['frac'])}"
-    return Envelope(ts, m["host"], m["ident"], _int(m["pid"]), line[m.end():])
+def _dated_time(m: re.Match[str], ctx: TimeContext) -> str:
+    return f"{m['date']} {m['time']}{_fraction(m['frac'])}"
 
 
-def read_full(line: str, ctx: TimeContext) -> Envelope:
-    m = FULL.match(line)
-    if not m:
-        return Envelope(None, None, None, None, line)
-    ts = f"{m['date']} {m['time']}{_fraction(m['frac'])}"
-    return Envelope(ts, m["host"], m["ident"], _int(m["pid"]), line[m.end():])
+def _epoch_time(m: re.Match[str], ctx: TimeContext) -> str:
+    return _local_from_epoch(float(m["epoch"] + "." + (m["frac"] or "0")), ctx)
 
 
-def read_monotonic(line: str, ctx: TimeContext) -> Envelope:
+def _no_time(m: re.Match[str], ctx: TimeContext) -> None:
     """Seconds since boot are no wall-clock time: lines take SGLang's own timestamps instead."""
-    m = MONOTONIC.match(line)
-    if not m:
-        return Envelope(None, None, None, None, line)
-    return Envelope(None, m["host"], m["ident"], _int(m["pid"]), line[m.end():])
+    return None
 
 
-def read_unix(line: str, ctx: TimeContext) -> Envelope:
-    m = UNIX.match(line)
-    if not m:
-        return Envelope(None, None, None, None, line)
-    seconds = float(m["epoch"] + "." + (m["frac"] or "0"))
-    return Envelope(_local_from_epoch(seconds, ctx), m["host"], m["ident"], _int(m["pid"]), line[m.end():])
-
-
-def read_stamped(line: str, ctx: TimeContext) -> Envelope:
-    m = STAMPED.match(line)
-    if not m:
-        return Envelope(None, None, None, None, line)
-    ts = f"{m['date']} {m['time']}{_fraction(m['frac'])}"
-    return Envelope(ts, None, None, None, line[m.end():])
+def regex_reader(regex: re.Pattern[str], time_of: Callable[[re.Match[str], TimeContext], str | None]
+                 ) -> Callable[[str, TimeContext], Envelope]:
+    """A reader for an envelope whose shape is one regex (with optional host, ident and pid groups)."""
+    def read(line: str, ctx: TimeContext) -> Envelope:
+        m = regex.match(line)
+        if not m:
+            return Envelope(None, None, None, None, line)
+        fields = m.groupdict()
+        return Envelope(time_of(m, ctx), fields.get("host"), fields.get("ident"), _int(fields.get("pid")),
+                        line[m.end():])
+    return read
 
 
 def read_plain(line: str, ctx: TimeContext) -> Envelope:
@@ -147,8 +129,14 @@ def read_json(line: str, ctx: TimeContext) -> Envelope:
 
 
 READERS: dict[str, Callable[[str, TimeContext], Envelope]] = {
-    "journal-short": read_short, "journal-iso": read_iso, "journal-full": read_full, "journal-unix": read_unix,
-    "journal-monotonic": read_monotonic, "journal-json": read_json, "stamped": read_stamped, "plain": read_plain,
+    "journal-short": regex_reader(SHORT, _short_time),
+    "journal-iso": regex_reader(ISO, _dated_time),
+    "journal-full": regex_reader(FULL, _dated_time),
+    "journal-unix": regex_reader(UNIX, _epoch_time),
+    "journal-monotonic": regex_reader(MONOTONIC, _no_time),
+    "journal-json": read_json,
+    "stamped": regex_reader(STAMPED, _dated_time),
+    "plain": read_plain,
 }
 
 
@@ -219,7 +207,7 @@ def _read_short_block(lines: pa.StringArray, ctx: TimeContext, ascii_rows: np.nd
 
 
 def _years(month: np.ndarray, valid: np.ndarray, ctx: TimeContext) -> np.ndarray:
-    """`read_short`'s year per line: it goes up by one each time the month goes down."""
+    """The journal-short year per line: it goes up by one each time the month goes down."""
     seen = month[valid]
     year = np.full(len(month), ctx.year, dtype=np.int64)
     if not len(seen):
