@@ -233,13 +233,19 @@ class Classifier:
                 self.by_head.setdefault(head[:HEAD_CHARS], []).append(compiled)
             else:
                 self.fallback.append(compiled)
+        self.idents: pa.StringArray | None = None  # the block being classified: journal identifier per row
         self.notices: dict[str, list[tuple[str, str]]] = {}
         for topic, head in notice_heads:
             self.notices.setdefault(head[:HEAD_CHARS], []).append((topic, head))
 
-    def classify(self, bodies: pa.StringArray, rows: np.ndarray, ascii_rows: np.ndarray) -> Classified:
-        """Classify `bodies[rows]`; `ascii_rows` flags (per body) the rows RE2 reads like Python."""
+    def classify(self, bodies: pa.StringArray, rows: np.ndarray, ascii_rows: np.ndarray,
+                 idents: pa.StringArray | None = None) -> Classified:
+        """Classify `bodies[rows]`; `ascii_rows` flags (per body) the rows RE2 reads like Python.
+
+        `idents` (the journal identifier per row) gates patterns that name one (`Pattern.ident`).
+        """
         out = Classified([None] * len(bodies))
+        self.idents = idents
         heads = pc.utf8_slice_codeunits(bodies.take(pa.array(rows, pa.int64())), 0, HEAD_CHARS)
         codes, values = _group_codes(heads)
         order = np.argsort(codes, kind="stable")
@@ -274,6 +280,23 @@ class Classifier:
     def _try(self, candidate: CompiledPattern, bodies: pa.StringArray, rows: np.ndarray, ascii_rows: np.ndarray,
              out: Classified) -> np.ndarray:
         """Match `candidate` on `rows`, record the matches, return the rows left unmatched."""
+        if not len(rows):
+            return rows
+        spec = candidate.spec
+        if spec.ident is not None:
+            allowed = self._ident_rows(spec.ident, len(bodies))
+            gated = rows[~allowed[rows]]
+            left = self._try_rows(candidate, bodies, rows[allowed[rows]], ascii_rows, out)
+            return np.sort(np.concatenate([gated, left]))
+        return self._try_rows(candidate, bodies, rows, ascii_rows, out)
+
+    def _ident_rows(self, ident: str, n: int) -> np.ndarray:
+        if self.idents is None:
+            return np.zeros(n, dtype=bool)
+        return pc.fill_null(pc.equal(self.idents, ident), False).to_numpy(zero_copy_only=False)
+
+    def _try_rows(self, candidate: CompiledPattern, bodies: pa.StringArray, rows: np.ndarray,
+                  ascii_rows: np.ndarray, out: Classified) -> np.ndarray:
         if not len(rows):
             return rows
         spec = candidate.spec

@@ -33,6 +33,8 @@ class Pattern:
     versions: str
     example: str
     const: dict[str, str] = field(default_factory=dict)
+    # Only lines the journal attributes to this identifier (text too generic to trust elsewhere).
+    ident: str | None = None
 
 
 # ---------------------------------------------------------------- startup (§2.1 – §2.7)
@@ -257,16 +259,29 @@ SHUTDOWN = (
 # ---------------------------------------------------------------- systemd about the unit (§8.3)
 UNIT = r"(?P<unit>[\w@.\\-]+\.service)"
 SYSTEMD = (
-    Pattern("systemd_starting", "systemd", rf"Starting (?:{UNIT} - )?(?P<detail>.*)\.\.\.", "all",
+    # systemd ≥ v251 names the unit (`Starting sglang.service - SGLang server...`), which is unambiguous.
+    Pattern("systemd_starting", "systemd", rf"Starting {UNIT} - (?P<detail>.*)\.\.\.", "v251+",
             "Starting sglang.service - SGLang server..."),
-    Pattern("systemd_started", "systemd", rf"Started (?:{UNIT} - )?(?P<detail>.*)\.", "all",
+    Pattern("systemd_started", "systemd", rf"Started {UNIT} - (?P<detail>.*)\.", "v251+",
             "Started sglang.service - SGLang server."),
-    Pattern("systemd_stopping", "systemd", rf"Stopping (?:{UNIT} - )?(?P<detail>.*)\.\.\.", "all",
+    Pattern("systemd_stopping", "systemd", rf"Stopping {UNIT} - (?P<detail>.*)\.\.\.", "v251+",
             "Stopping sglang.service - SGLang server..."),
-    Pattern("systemd_stopped", "systemd", rf"Stopped (?:{UNIT} - )?(?P<detail>.*)\.", "all",
+    Pattern("systemd_stopped", "systemd", rf"Stopped {UNIT} - (?P<detail>.*)\.", "v251+",
             "Stopped sglang.service - SGLang server."),
-    Pattern("systemd_failed_start", "systemd", rf"Failed to start (?:{UNIT} - )?(?P<detail>.*)\.", "all",
+    Pattern("systemd_failed_start", "systemd", rf"Failed to start {UNIT} - (?P<detail>.*)\.", "v251+",
             "Failed to start sglang.service - SGLang server."),
+    # Older systemd prints only the Description (`Starting SGLang server...`): as text that could be
+    # anything ("Starting warmup..."), it counts only on lines the journal attributes to systemd.
+    Pattern("systemd_starting", "systemd", r"Starting (?P<detail>.*)\.\.\.", "< v251",
+            "Starting SGLang server...", ident="systemd"),
+    Pattern("systemd_started", "systemd", r"Started (?P<detail>.*)\.", "< v251", "Started SGLang server.",
+            ident="systemd"),
+    Pattern("systemd_stopping", "systemd", r"Stopping (?P<detail>.*)\.\.\.", "< v251",
+            "Stopping SGLang server...", ident="systemd"),
+    Pattern("systemd_stopped", "systemd", r"Stopped (?P<detail>.*)\.", "< v251", "Stopped SGLang server.",
+            ident="systemd"),
+    Pattern("systemd_failed_start", "systemd", r"Failed to start (?P<detail>.*)\.", "< v251",
+            "Failed to start SGLang server.", ident="systemd"),
     Pattern("systemd_deactivated", "systemd", rf"{UNIT}: Deactivated successfully\.", "v248+",
             "sglang.service: Deactivated successfully."),
     Pattern("systemd_main_exited", "systemd",
@@ -352,6 +367,7 @@ NOTICE_HEADS: tuple[tuple[str, str], ...] = (
     ("request_log", "Finish: obj="),
     ("request_log", "ReqTimeStats("),
     ("request_log", "Req Time Stats("),
+    ("warmup", "Starting warmup with"),
     ("deprecation", "The following error message "),
     ("deprecation", "Endpoint '"),
     ("scheduler", "attn_tp_input_scattered is not enabled"),

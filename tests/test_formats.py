@@ -23,9 +23,14 @@ def kinds_of(con: duckdb.DuckDBPyConnection) -> list[str | None]:
 
 
 def test_every_pattern_example_is_typed_as_its_kind(tmp_path: Path) -> None:
-    """Each entry of the format table carries a real example line; all of them must type."""
-    lines = [f"[2026-03-01 10:00:{i % 60:02d} TP0] {p.example}" for i, p in enumerate(formats.ALL_PATTERNS)]
-    con = ingest_lines(tmp_path, lines)
+    """Each entry of the format table carries a real example line; all of them must type.
+
+    Written as a journal so that patterns reserved to one identifier (systemd) see it.
+    """
+    lines = [f"Mar 01 10:00:{i % 60:02d} node {p.ident}[1]: {p.example}" if p.ident else
+             f"Mar 01 10:00:{i % 60:02d} node python3[7]: [2026-03-01 10:00:{i % 60:02d} TP0] {p.example}"
+             for i, p in enumerate(formats.ALL_PATTERNS)]
+    con = ingest_lines(tmp_path, lines, name="journal.txt")
     got = kinds_of(con)
     expected = [p.kind for p in formats.ALL_PATTERNS]
     assert [(e, g) for e, g in zip(expected, got, strict=True) if e != g] == []
@@ -59,6 +64,15 @@ def test_prefix_grammar_across_versions(tmp_path: Path) -> None:
         (3, None, None, None, 12, 12, 4, 24576, True, 2.79, None, "0.00", "04:40:51.000"),
         (1, 0, 1, 2, 4, 4, 1, 9, False, None, 4567, None, "04:40:52.000"),
     ]
+
+
+def test_description_only_systemd_lines_count_only_from_systemd(tmp_path: Path) -> None:
+    con = ingest_lines(tmp_path, [
+        "Mar 01 10:00:00 node systemd[1]: Starting SGLang server...",
+        "Mar 01 10:00:01 node python3[7]: [2026-03-01 10:00:01] Starting the engine for us...",
+        "Mar 01 10:00:02 node python3[7]: Starting sglang.service - not systemd, but names a unit...",
+    ], name="journal.txt")
+    assert kinds_of(con) == ["systemd_starting", None, "systemd_starting"]
 
 
 def test_foreign_shape_and_uvicorn_lines_with_and_without_time(tmp_path: Path) -> None:
