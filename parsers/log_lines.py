@@ -315,8 +315,21 @@ class Block:
         return row | {name: values[i].as_py() for name, values in pre.ranks.items()}
 
 
+ANSI_ESCAPE = r"\x1b\[[0-9;?]*[A-Za-z]"
+
+
+def _without_colour(message: pa.StringArray) -> pa.StringArray:
+    """The text of lines a terminal would colour (uvicorn's `INFO:`, coloured loggers) without escapes."""
+    rows = np.nonzero(flags(pc.match_substring(message, "\x1b[")))[0]
+    if not len(rows):
+        return message
+    plain = pc.replace_substring_regex(message.take(pa.array(rows, pa.int64())), ANSI_ESCAPE, "")
+    return patch(message, rows, plain)
+
+
 def _carriage_returns(message: pa.StringArray) -> tuple[pa.StringArray, dict[int, str | None]]:
     """The text to classify of `\\r`-joined progress-bar lines, and their progress descriptions."""
+    message = _without_colour(message)
     rows = np.nonzero(flags(pc.match_substring(message, "\r")))[0]
     if not len(rows):
         return message, {}

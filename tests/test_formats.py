@@ -133,3 +133,12 @@ def test_sglang_line_starting_mid_line_after_a_progress_bar(tmp_path: Path) -> N
         "elapsed=4.43 s, type=Qwen3MoeForCausalLM, quant=awq, bits=4, avail mem=10.25 GB, mem usage=21.20 GB."])
     assert con.execute("SELECT tp, elapsed_s, quant, mem_usage_gib FROM weight_loads").fetchall() == [
         (1, 4.43, "awq", 21.2)]
+
+
+def test_coloured_lines_are_typed_and_kept_as_written(tmp_path: Path) -> None:
+    con = ingest_lines(tmp_path, [
+        '[2026-08-01 21:40:26] \x1b[32mINFO\x1b[0m:     127.0.0.1:55336 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+        "\x1b[33m[2026-08-01 21:40:27 TP0] Load weight begin. avail mem=78.64 GB\x1b[0m",
+    ])
+    assert kinds_of(con) == ["http_request", "load_weight_begin"]
+    assert con.execute("SELECT count(*) FROM lines WHERE message LIKE '%' || chr(27) || '%'").fetchone()[0] == 2
