@@ -32,7 +32,7 @@ from .sources import (
     InputError,
     LineBlock,
     PeekableStream,
-    expand_paths,
+    describe_inputs,
     file_size,
     fingerprint,
     iter_line_blocks,
@@ -116,7 +116,7 @@ def stage_logs(con: duckdb.DuckDBPyConnection, paths: list[str], envelope: str |
     """Parse log files (or `-` for stdin) into the staging tables; the real tables are not touched."""
     if envelope is not None and envelope not in FORMATS:
         raise InputError(f"unknown format {envelope!r}; choose one of {', '.join(FORMATS)}")
-    inputs = expand_paths(paths)
+    inputs = describe_inputs(paths)
     ensure_tables(con, {name: table_columns(name) for name in LOG_TABLES})
     drop_staging(con)
     for table in LOG_TABLES:

@@ -5,9 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .parsers.transcripts.detect import detect
-from .sources import InputError
-
-LOG_SUFFIXES = (".log", ".txt", ".jsonl", ".gz", ".zst", ".out", ".err")
+from .sources import LOG_SUFFIXES, InputError
 
 
 def classify_inputs(paths: list[str]) -> tuple[list[str], list[tuple[Path, str]]]:
@@ -25,7 +23,10 @@ def classify_inputs(paths: list[str]) -> tuple[list[str], list[tuple[Path, str]]
         if found:
             transcripts.append((path, found))
         elif path.is_dir():
+            found_before = len(logs) + len(transcripts)
             walk_directory(path, logs, transcripts)
+            if len(logs) + len(transcripts) == found_before:
+                raise InputError(f"{given}: no log files ({', '.join(LOG_SUFFIXES)}) or agent transcripts in it")
         else:
             logs.append(given)
     return logs, transcripts

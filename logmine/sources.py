@@ -25,7 +25,8 @@ BLOCK_BYTES = 4 << 20
 SNIFF_BYTES = 64 << 10
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-LOG_SUFFIXES = (".log", ".txt", ".jsonl", ".json", ".gz", ".zst", ".out", ".err")
+# What a directory walk takes as a log file (a file named explicitly is read whatever its name).
+LOG_SUFFIXES = (".log", ".txt", ".jsonl", ".gz", ".zst", ".out", ".err")
 
 
 class InputError(Exception):
@@ -46,23 +47,17 @@ class Input:
         return self.path != "-" and self.compression is None
 
 
-def expand_paths(paths: list[str]) -> list[Input]:
-    """Files as given; directories expanded to the log files under them (sorted); `-` is stdin."""
+def describe_inputs(paths: list[str]) -> list[Input]:
+    """The files to read (`-` is stdin); directories are expanded by `logmine.inputs`."""
     inputs: list[Input] = []
     for given in paths:
         if given == "-":
             inputs.append(Input("-", "<stdin>", None, None, None))
             continue
         path = Path(given)
-        if not path.exists():
-            raise InputError(f"{given}: no such file or directory")
-        if path.is_dir():
-            files = sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith(LOG_SUFFIXES))
-            if not files:
-                raise InputError(f"{given}: directory holds no log files ({', '.join(LOG_SUFFIXES)})")
-            inputs.extend(describe(p) for p in files)
-        else:
-            inputs.append(describe(path))
+        if not path.is_file():
+            raise InputError(f"{given}: no such file")
+        inputs.append(describe(path))
     return inputs
 
 
