@@ -69,8 +69,8 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
         except BaseException:
             run(con, "ROLLBACK")
             raise
-        drop_staging(con)
     finally:
+        drop_staging(con)  # a process killed before this leaves them; the next ingest drops them
         con.close()
     report.logs.db = str(db)
     return report

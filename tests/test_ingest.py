@@ -160,3 +160,19 @@ def test_stdin_and_json_summary_contract(tmp_path: Path) -> None:
     unparsed = json.loads(run_cli("unparsed", "--db", db, "--format", "json").stdout)
     assert unparsed == [{"template": "an unknown line <n>", "count": 1, "example": "an unknown line 42",
                          "source": "<stdin>", "line": 5}]
+
+
+def test_a_failing_ingest_leaves_the_database_as_it_was(tmp_path: Path) -> None:
+    good, later, bad = tmp_path / "a.log", tmp_path / "b.log", tmp_path / "c.log"
+    good.write_text(MESSAGES[0] + "\n")
+    later.write_text(MESSAGES[1] + "\n")
+    bad.write_bytes(bytes(range(256)) * 64)
+    db = tmp_path / "t.duckdb"
+    api.ingest([str(good)], db=db)
+    with pytest.raises(api.InputError, match="binary data"):
+        api.ingest([str(later), str(bad)], db=db)
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute("SELECT count(*) FROM lines").fetchone()[0] == 1
+    assert con.execute("SELECT count(*) FROM sources").fetchone()[0] == 1
+    tables = [r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()]
+    assert not [t for t in tables if t.startswith("_stage_")]
