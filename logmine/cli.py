@@ -123,3 +123,6 @@ def run() -> None:
         fail(f"database error: {str(exc).splitlines()[0]}")
     except (LookupError, FileNotFoundError) as exc:
         fail(str(exc).strip("'\""))
+    except KeyboardInterrupt:
+        click.echo("logmine: interrupted; the database's tables are as they were", err=True)
+        sys.exit(130)
