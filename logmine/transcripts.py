@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 
 from .parsers.envelopes import TimeContext, detect_format
@@ -207,11 +208,10 @@ def embedded_journal_lines(output: str, base: dict, seen_at: object) -> list[dic
     envelope = detect_format(lines[:200])
     parser = LineParser(0, envelope, TimeContext(year=datetime.now().year), "1970-01-01")
     batch = ColumnBatch()
-    for number, text in enumerate(lines, start=1):
-        parser.parse(number, text, False, batch)
+    parser.parse_block(1, pa.array(lines, pa.string()), np.zeros(len(lines), dtype=bool), batch)
     parser.finish(batch)
     found = []
-    for row in batch.rows["lines"]:
+    for row in batch.tables()["lines"].to_pylist():
         if row.get("kind") in (None, "blank"):
             continue
         found.append({**base, "line_in_output": row["line_no"], "kind": row["kind"], "log_ts": row.get("log_ts"),

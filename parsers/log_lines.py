@@ -25,6 +25,7 @@ from .sglang import (
     OpenError,
     Prefixes,
     TracebackAssembler,
+    could_start_error,
     error_fields,
     parse_prefixes,
     records_table,
@@ -69,18 +70,11 @@ class ColumnBatch:
     def tables(self) -> dict[str, pa.Table]:
         return {name: pa.concat_tables(parts, promote_options="permissive") for name, parts in self.pieces.items()}
 
-    @property
-    def rows(self) -> dict[str, list[dict]]:
-        """The rows as dicts (for small inputs, such as journal lines quoted in a transcript)."""
-        return defaultdict(list, {name: table.to_pylist() for name, table in self.tables().items()})
-
     def __len__(self) -> int:
         return sum(t.num_rows for t in self.pieces["lines"])
 
 
 KIND_TABLES: dict[str, str] = {p.kind: p.table for p in ALL_PATTERNS}
-TRACEBACK_HINTS = ("Traceback (most recent call last):",)
-ABORT_HINTS = ("terminate called after throwing an instance of '", "Fatal Python error: ")
 
 
 @dataclass
@@ -100,19 +94,9 @@ class LineParser:
     tracebacks: TracebackAssembler = field(default_factory=TracebackAssembler)
     last_ts: str | None = None
     last_kind: str | None = None
-    pending: list[tuple[int, str, bool]] = field(default_factory=list)
-
-    def parse(self, line_no: int, text: str, bad_utf8: bool, batch: ColumnBatch) -> None:
-        """Line-at-a-time entry for small inputs: lines are buffered and parsed by `finish`."""
-        self.pending.append((line_no, text, bad_utf8))
 
     def finish(self, batch: ColumnBatch) -> None:
-        if self.pending:
-            first = self.pending[0][0]
-            lines = pa.array([text for _, text, _ in self.pending], pa.string())
-            bad = np.array([flag for _, _, flag in self.pending], dtype=bool)
-            self.pending = []
-            self.parse_block(first, lines, bad, batch)
+        """Close the tracebacks still open at the end of the input."""
         errors = [self._error_row(err) for err in self.tracebacks.close_all()]
         if errors:
             batch.add("errors", pa.Table.from_pylist(errors))
@@ -191,8 +175,7 @@ class LineParser:
             if block.is_error_start(int(i)):
                 continue  # the sequential pass decides
             block.kinds[i] = "log_record"
-            records.append({"_row": int(i), "kind": "log_record", "topic": "log_record", "level": level,
-                            "origin": origin})
+            records.append(log_record(int(i), level, origin))
         return records
 
     def _events(self, table: str, pieces: list[pa.Table], first_line_no: int) -> pa.Table:
@@ -244,8 +227,7 @@ class LineParser:
         logger = block.prefixes.logger[i].as_py()
         if logger is not None:
             block.kinds[i] = "log_record"
-            block.records["notices"].append({"_row": i, "kind": "log_record", "topic": "log_record",
-                                             "level": block.prefixes.level[i].as_py(), "origin": logger})
+            block.records["notices"].append(log_record(i, block.prefixes.level[i].as_py(), logger))
 
     def _unprefixed(self, block: Block, i: int) -> list[dict]:
         body = block.body_at(i)
@@ -304,8 +286,7 @@ class Block:
 
     def is_error_start(self, i: int) -> bool:
         """Could this unmatched prefixed line open a traceback or abort (the assembler decides)?"""
-        body = self.body_at(i)
-        return any(h in body for h in TRACEBACK_HINTS) or body.startswith(ABORT_HINTS)
+        return could_start_error(self.body_at(i))
 
     def context(self, source_id: int, i: int) -> dict[str, object]:
         """The common columns of row `i`, for an error that starts there."""
@@ -313,6 +294,11 @@ class Block:
         row = {"source_id": source_id, "line_no": self.first_line_no + i, "kind": None, "ts": self.ts[i].as_py(),
                "pid": self.pid[i].as_py()}
         return row | {name: values[i].as_py() for name, values in pre.ranks.items()}
+
+
+def log_record(row: int, level: str | None, origin: str) -> dict[str, object]:
+    """The notice row of a foreign `LEVEL file.py:N:` line: a structured record even when its text is new."""
+    return {"_row": row, "kind": "log_record", "topic": "log_record", "level": level, "origin": origin}
 
 
 ANSI_ESCAPE = r"\x1b\[[0-9;?]*[A-Za-z]"

@@ -471,6 +471,11 @@ def split_carriage_returns(message: str) -> tuple[str, str | None]:
 TRACEBACK_START = re.compile(formats.TRACEBACK_START)
 CXX_ABORT_START = re.compile(formats.CXX_ABORT_START)
 FATAL_START = re.compile(formats.FATAL_START)
+
+
+def could_start_error(body: str) -> bool:
+    """Whether a line opens a Python traceback, a C++ abort or a faulthandler dump."""
+    return bool(TRACEBACK_START.search(body) or CXX_ABORT_START.match(body) or FATAL_START.match(body))
 EXCEPTION_LINE = re.compile(r"(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure)|"
                             r"[a-z_][\w]*\.[\w.]*[A-Z]\w*)(?:: (?P<message>.*))?$")
 OOM = re.compile(formats.OOM_TEXT, re.IGNORECASE)

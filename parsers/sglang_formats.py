@@ -14,15 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 NUM = r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
-INT = r"-?\d+"
 
 
 def num(name: str) -> str:
     return rf"(?P<{name}>{NUM})"
-
-
-def integer(name: str) -> str:
-    return rf"(?P<{name}>{INT})"
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,6 @@ from .model import Message, ParseProblem, Part, Record, Session, ToolCall, Unkno
 
 FORMAT = "claude-code"
 PROVIDER = "anthropic"
-MESSAGE_TYPES = {"user", "assistant"}
 _AGENT_ID_IN_TEXT = re.compile(r"agentId: (\w[\w-]*)")
 _CONTEXT_FIELDS = ("cwd", "version", "slug", "gitBranch", "userType")
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
