@@ -1,4 +1,4 @@
-"""The `logmine` command: a thin layer over the library API (`logmine.ingest`, `logmine.queries`)."""
+"""The `logmine` command: a thin layer over the library API in `logmine.api`."""
 
 from __future__ import annotations
 
