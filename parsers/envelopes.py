@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .vector_columns import drop_prefix, patch
+from .vector_columns import cut, flags, ints, patch
 
 MONTHS = {m: i for i, m in enumerate(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), start=1)}
@@ -152,8 +152,9 @@ class Envelopes:
     message: pa.StringArray
 
 
-SHORT_RE2 = f"^(?P<_head>{SHORT.pattern})"
-SHORT_GROUPS = ("mon", "day", "time", "frac", "host", "ident", "pid", "_head")
+SHORT_GROUPS = ("mon", "day", "time", "frac", "host", "ident", "pid")
+SHORT_STAMP_RE2 = r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d[ .]"
+SHORT_TAIL = re.compile(IDENT)
 MONTH_NAMES = pa.array(list(MONTHS))
 TWO_DIGITS = pa.array([f"{i:02d}" for i in range(13)])
 
@@ -174,23 +175,48 @@ def read_envelopes(lines: pa.StringArray, fmt: str, ctx: TimeContext, ascii_rows
         ("unit", pa.string()), ("message", pa.string()))))
 
 
-def _short_groups(lines: pa.StringArray, ascii_rows: np.ndarray) -> tuple[np.ndarray, dict[str, pa.Array]]:
-    """SHORT's groups per line ("" when absent) and which lines matched; RE2, or `re` for non-ASCII."""
-    m = pc.extract_regex(lines, SHORT_RE2)
-    valid = m.is_valid().to_numpy(zero_copy_only=False).copy()
-    groups = {name: m.field(name) for name in SHORT_GROUPS}
-    slow = np.nonzero(~ascii_rows)[0]
-    if len(slow):  # Python's \\s and \\d are Unicode-aware, RE2's are not
+def _short_groups(lines: pa.StringArray, ascii_rows: np.ndarray) -> tuple[np.ndarray, dict[str, pa.Array],
+                                                                          np.ndarray]:
+    """SHORT's groups per line ("" when absent), which lines matched, and each head's length in bytes.
+
+    The stamp has fixed columns and the `host ident[pid]: ` after it takes a handful of values per
+    file, so the stamp is sliced and only the distinct tails meet Python's SHORT; lines of any other
+    shape (and non-ASCII lines, whose `\\s` and `\\d` only Python reads right) are matched one by one.
+    """
+    binary = lines.cast(pa.binary())
+    colon = ints(pc.find_substring(lines, ": "))
+    dot = flags(pc.equal(pc.binary_slice(binary, 15, 16), b"."))
+    frac_len = np.where(dot, ints(pc.find_substring(pc.binary_slice(binary, 16, 23), b" ")), 0)
+    stamp_end = np.where(dot, 16 + frac_len, 15)
+    fast = ascii_rows & flags(pc.match_substring_regex(lines, SHORT_STAMP_RE2)) & (frac_len >= 0) & \
+        (colon > stamp_end)
+    stamp_end[~fast], colon[~fast] = 0, -2
+    tails = cut(lines, stamp_end + 1, colon + 2).dictionary_encode()
+    parts = [SHORT_TAIL.fullmatch(tail) for tail in tails.dictionary.to_pylist()]
+    fast &= np.array([m is not None for m in parts] + [False])[ints(tails.indices)]
+    index = pa.array(ints(tails.indices))
+    groups = {
+        "mon": pc.binary_slice(binary, 0, 3).cast(pa.string()),
+        "day": pc.binary_slice(binary, 4, 6).cast(pa.string()),
+        "time": pc.binary_slice(binary, 7, 15).cast(pa.string()),
+        "frac": cut(lines, np.where(dot & fast, 16, 0), np.where(dot & fast, stamp_end, 0)),
+        **{name: pa.array([(m[name] or "") if m else "" for m in parts], pa.string()).take(index)
+           for name in ("host", "ident", "pid")},
+    }
+    head_len = np.where(fast, colon + 2, 0)
+    slow = np.nonzero(~fast)[0]
+    if len(slow):
         found = [SHORT.match(line) for line in lines.take(pa.array(slow)).to_pylist()]
-        valid[slow] = [f is not None for f in found]
         for name in SHORT_GROUPS:
-            values = [("" if f is None else f[0] if name == "_head" else f[name] or "") for f in found]
+            values = [("" if f is None else f[name] or "") for f in found]
             groups[name] = patch(groups[name], slow, pa.array(values, pa.string()))
-    return valid, groups
+        head_len[slow] = [len(f[0].encode()) if f else 0 for f in found]
+        fast[slow] = [f is not None for f in found]
+    return fast, groups, head_len
 
 
 def _read_short_block(lines: pa.StringArray, ctx: TimeContext, ascii_rows: np.ndarray) -> Envelopes:
-    valid, g = _short_groups(lines, ascii_rows)
+    valid, g, head_len = _short_groups(lines, ascii_rows)
     month = pc.add(pc.fill_null(pc.index_in(g["mon"], value_set=MONTH_NAMES), 0), 1).to_numpy(zero_copy_only=False)
     year = _years(month, valid, ctx)
     frac = pc.if_else(pc.equal(g["frac"], ""), "", pc.binary_join_element_wise(".", g["frac"], ""))
@@ -203,7 +229,7 @@ def _read_short_block(lines: pa.StringArray, ctx: TimeContext, ascii_rows: np.nd
     pid = pc.cast(pc.if_else(has_pid, g["pid"], none), pa.int64())
     return Envelopes(pc.if_else(matched, ts, none), pc.if_else(matched, g["host"], none),
                      pc.if_else(matched, g["ident"], none), pid, pa.nulls(len(lines), pa.string()),
-                     drop_prefix(lines, pc.binary_length(g["_head"])))
+                     cut(lines, head_len))
 
 
 def _years(month: np.ndarray, valid: np.ndarray, ctx: TimeContext) -> np.ndarray:

@@ -32,7 +32,7 @@ from .sglang import (
     split_carriage_returns,
 )
 from .sglang_formats import ALL_PATTERNS
-from .vector_columns import flags, patch
+from .vector_columns import flags, has_byte, patch
 
 LINE_COLUMNS: dict[str, str] = {
     "source_id": "INTEGER", "line_no": "BIGINT", "ts": "TIMESTAMP", "log_ts": "TIMESTAMP",
@@ -306,6 +306,8 @@ ANSI_ESCAPE = r"\x1b\[[0-9;?]*[A-Za-z]"
 
 def _without_colour(message: pa.StringArray) -> pa.StringArray:
     """The text of lines a terminal would colour (uvicorn's `INFO:`, coloured loggers) without escapes."""
+    if not has_byte(message, 0x1B):
+        return message
     rows = np.nonzero(flags(pc.match_substring(message, "\x1b[")))[0]
     if not len(rows):
         return message
@@ -316,6 +318,8 @@ def _without_colour(message: pa.StringArray) -> pa.StringArray:
 def _carriage_returns(message: pa.StringArray) -> tuple[pa.StringArray, dict[int, str | None]]:
     """The text to classify of `\\r`-joined progress-bar lines, and their progress descriptions."""
     message = _without_colour(message)
+    if not has_byte(message, 0x0D):
+        return message, {}
     rows = np.nonzero(flags(pc.match_substring(message, "\r")))[0]
     if not len(rows):
         return message, {}

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import sglang_formats as formats
-from .vector_columns import drop_prefix, patch
+from .vector_columns import cut, flags, ints, patch
 
 PREFIX = re.compile(
     r"\[(?:(?P<date>\d{4}-\d\d-\d\d) )?(?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<ms>\d{3}))?"
@@ -89,20 +89,19 @@ PREFIX_FIELDS = ("date", "time", "ms", "level", "logger")
 
 
 def parse_prefixes(messages: pa.StringArray, ascii_rows: np.ndarray) -> Prefixes:
-    """`parse_prefix` over a block with RE2; non-ASCII rows go through `parse_prefix` itself."""
+    """`parse_prefix` over a block: by position where the bracket has its usual shape, else with RE2;
+    non-ASCII rows go through `parse_prefix` itself."""
     slow = np.nonzero(~ascii_rows)[0]
     ray = np.nonzero(pc.starts_with(messages, "(").to_numpy(zero_copy_only=False) & ascii_rows)[0]
     if len(ray):
         stripped = pc.replace_substring_regex(messages.take(pa.array(ray)), RAY_PREFIX_RE2, "", max_replacements=1)
         messages = patch(messages, ray, stripped)
-    m = pc.extract_regex(messages, PREFIX_RE2)
-    prefixed = m.is_valid().to_numpy(zero_copy_only=False)
-    null = pa.scalar(None, pa.string())
-    cols = {name: pc.if_else(pc.equal(m.field(name), ""), null, m.field(name)) for name in
-            ("date", "ms", "ranks", "level", "logger", "uvlevel")}
-    cols["time"] = pc.if_else(prefixed, m.field("time"), null)
-    level = pc.coalesce(cols["level"], cols["uvlevel"])
-    body = drop_prefix(messages, pc.binary_length(m.field("_head")))
+    prefixed, cols, head_len = _bracket_prefixes(messages, ascii_rows)
+    todo = np.nonzero(ascii_rows & ~prefixed & flags(pc.starts_with(messages, "[")))[0]
+    if len(todo):
+        _regex_prefixes(messages, todo, prefixed, cols, head_len)
+    body = cut(messages, head_len)
+    level = cols["level"]
     bare_rows = np.nonzero(~prefixed & ascii_rows & ~pc.starts_with(messages, "[").to_numpy(zero_copy_only=False))[0]
     if len(bare_rows):
         bare = pc.extract_regex(messages.take(pa.array(bare_rows)), BARE_UVICORN_RE2)
@@ -112,10 +111,103 @@ def parse_prefixes(messages: pa.StringArray, ascii_rows: np.ndarray) -> Prefixes
             level = patch(level, bare_rows[hit], found.field("uvlevel"))
             body = patch(body, bare_rows[hit], found.field("_body"))
     out = Prefixes(body, prefixed, cols["date"], cols["time"], cols["ms"], level, cols["logger"],
-                   _rank_columns(cols["ranks"]))
+                   {column: cols[column] for column in RANK_COLUMNS.values()})
     if len(slow):
         _patch_prefixes(out, messages, slow)
     return out
+
+
+BRACKET_STAMP_RE2 = r"^\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?:[.,]\d{3})?[ \]]"
+BRACKET_TAGS = re.compile(r"(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*(?: (?:encode_server|encode_dp_worker\[\d+\]))?")
+# Rows whose bracket is followed by a level word may carry the foreign `LEVEL file.py:N:` or uvicorn shape.
+LEVEL_AFTER_BRACKET_RE2 = r"^\[[^\]]*\] ?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)[ :]"
+LEVEL_REGION = 16
+UVICORN_LEVEL = re.compile(r"(DEBUG|INFO|WARNING|ERROR|CRITICAL):[\t\n\f\r ]+")  # RE2's \s
+
+
+def _bracket_prefixes(messages: pa.StringArray, ascii_rows: np.ndarray
+                      ) -> tuple[np.ndarray, dict[str, pa.Array], np.ndarray]:
+    """(prefixed, columns, head length) of the rows whose bracket is `[date time.ms TAGS] `.
+
+    The date, time and milliseconds sit at fixed columns and the rank tags take a handful of values per
+    file, so only the distinct tags meet a regex; other rows are left unprefixed for the RE2 pass.
+    """
+    n = len(messages)
+    binary = messages.cast(pa.binary())
+    close = ints(pc.find_substring(messages, "]"))
+    fast = ascii_rows & (close > 0) & flags(pc.match_substring_regex(messages, BRACKET_STAMP_RE2))
+    dated = flags(pc.equal(pc.binary_slice(binary, 5, 6), b"-"))
+    has_ms = np.where(dated, flags(pc.is_in(pc.binary_slice(binary, 20, 21), MS_SEPARATORS)),
+                      flags(pc.is_in(pc.binary_slice(binary, 9, 10), MS_SEPARATORS)))
+    time_at = np.where(dated, 12, 1)
+    tags_at = np.where(fast, time_at + 8 + 4 * has_ms, 0)
+    close = np.where(fast, close, 0)
+    tags = cut(messages, tags_at, close).dictionary_encode()
+    tag_index = ints(tags.indices)
+    parsed = [BRACKET_TAGS.fullmatch(text) and _ranks_of(text) for text in tags.dictionary.to_pylist()]
+    fast &= np.array([p is not None for p in parsed], dtype=bool)[tag_index]
+    index = pa.array(tag_index)
+    null = pa.scalar(None, pa.string())
+    valid = pa.array(fast)
+
+    def at(start: np.ndarray, stop: np.ndarray, rows: np.ndarray) -> pa.StringArray:
+        return pc.if_else(pa.array(rows), cut(messages, np.where(rows, start, 0), np.where(rows, stop, 0)), null)
+
+    cols: dict[str, pa.Array] = {
+        "date": at(np.ones(n), np.full(n, 11), fast & dated),
+        "time": at(time_at, time_at + 8, fast),
+        "ms": at(time_at + 9, time_at + 12, fast & has_ms),
+        "level": pa.nulls(n, pa.string()),
+        "logger": pa.nulls(n, pa.string()),
+    }
+    for column in RANK_COLUMNS.values():
+        values = pa.array([(p or {}).get(column) for p in parsed], pa.int64()).take(index)
+        cols[column] = pc.if_else(valid, values, pa.scalar(None, pa.int64()))
+    space = flags(pc.equal(at(close + 1, close + 2, fast), " "))
+    head_len = np.where(fast, close + 1 + space, 0)
+    leveled = fast & flags(pc.match_substring_regex(messages, LEVEL_AFTER_BRACKET_RE2))
+    if leveled.any():
+        # uvicorn's padded `INFO:     ` is read from the distinct texts after the bracket; the foreign
+        # `LEVEL file.py:N: ` shape is left to the RE2 pass.
+        after = at(head_len, head_len + LEVEL_REGION, leveled).dictionary_encode()
+        levels = [UVICORN_LEVEL.match(text) for text in after.dictionary.to_pylist()]
+        region = ints(after.indices, 0)
+        known = np.array([m is not None and m.end() < LEVEL_REGION for m in levels], dtype=bool)[region]
+        fast &= ~leveled | known
+        uvicorn = leveled & known
+        cols["level"] = pc.if_else(pa.array(uvicorn), pa.array([m and m[1] for m in levels], pa.string()).take(
+            pa.array(region)), null)
+        head_len += np.where(uvicorn, np.array([m.end() if m else 0 for m in levels])[region], 0)
+    return fast, cols, head_len
+
+
+MS_SEPARATORS = pa.array([b".", b","])
+
+
+def _ranks_of(tags: str) -> dict[str, int]:
+    """Rank tags as columns (a repeated tag keeps its last value)."""
+    return {RANK_COLUMNS[tag]: int(n) for tag, n in RANK_TAG.findall(tags)}
+
+
+def _regex_prefixes(messages: pa.StringArray, rows: np.ndarray, prefixed: np.ndarray, cols: dict[str, pa.Array],
+                    head_len: np.ndarray) -> None:
+    """PREFIX with RE2 on `rows` (brackets of a rarer shape), written into the block's columns."""
+    m = pc.extract_regex(messages.take(pa.array(rows)), PREFIX_RE2)
+    hit = m.is_valid().to_numpy(zero_copy_only=False)
+    if not hit.any():
+        return
+    m = m.filter(pa.array(hit))
+    rows = rows[hit]
+    null = pa.scalar(None, pa.string())
+    found = {name: pc.if_else(pc.equal(m.field(name), ""), null, m.field(name)) for name in
+             ("date", "ms", "ranks", "level", "logger", "uvlevel")}
+    found["time"] = m.field("time")
+    found["level"] = pc.coalesce(found["level"], found.pop("uvlevel"))
+    found.update(_rank_columns(found.pop("ranks")))
+    for name, values in found.items():
+        cols[name] = patch(cols[name], rows, values)
+    prefixed[rows] = True
+    head_len[rows] = ints(pc.binary_length(m.field("_head")))
 
 
 def _rank_columns(ranks: pa.StringArray) -> dict[str, pa.Int64Array]:

@@ -1,10 +1,12 @@
-"""Small helpers for block-at-a-time parsing with pyarrow: patch a few rows of a column."""
+"""Small helpers for block-at-a-time parsing with pyarrow: patch rows, cut strings by byte position."""
 
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+ROW_END = 1 << 30  # a slice stop past the end of any line
 
 
 def patch(values: pa.Array, rows: np.ndarray, new: pa.Array) -> pa.Array:
@@ -21,21 +23,47 @@ def flags(values: pa.Array) -> np.ndarray:
     return pc.fill_null(values, False).to_numpy(zero_copy_only=False)
 
 
+def ints(values: pa.Array, null: int = -1) -> np.ndarray:
+    """An integer column as a numpy int64 array, nulls as `null`."""
+    return pc.fill_null(values, null).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def has_byte(values: pa.StringArray, byte: int) -> bool:
+    """Does any string of `values` contain this byte? (one memchr-speed pass over the data buffer)"""
+    data = values.buffers()[2]
+    return data is not None and bool(np.any(np.frombuffer(data, dtype=np.uint8) == byte))
+
+
+def cut(values: pa.StringArray, starts: np.ndarray, stops: np.ndarray | None = None) -> pa.StringArray:
+    """Each string's bytes [start, stop) (to its end when `stops` is None); positions must fall on
+    character boundaries, as they do after an ASCII head.
+
+    Arrow slices by one start and stop for all rows; a block has only a few distinct head lengths
+    (one host, one PID, one prefix shape), so rows are sliced in groups of equal positions.
+    """
+    n = len(values)
+    stops = np.full(n, ROW_END, dtype=np.int64) if stops is None else stops
+    binary = values.cast(pa.binary())
+    pairs = starts.astype(np.int64) * (ROW_END * 2) + stops
+    distinct, group = np.unique(pairs, return_inverse=True)
+    if len(distinct) == 1:
+        return pc.binary_slice(binary, int(starts[0]), int(stops[0])).cast(pa.string())
+    order = np.argsort(group, kind="stable")
+    bounds = np.searchsorted(group[order], np.arange(len(distinct) + 1))
+    pieces = []
+    for g in range(len(distinct)):
+        rows = order[bounds[g]:bounds[g + 1]]
+        first = int(rows[0])
+        pieces.append(pc.binary_slice(binary.take(pa.array(rows)), int(starts[first]), int(stops[first])))
+    inverse = np.empty(n, dtype=np.int64)
+    inverse[order] = np.arange(n)
+    return pa.concat_arrays(pieces).take(pa.array(inverse)).cast(pa.string())
+
+
 def drop_prefix(values: pa.StringArray, nbytes: pa.Array) -> pa.StringArray:
     """Each string without its first `nbytes` bytes (a matched envelope or prefix).
 
     Regex captures that run to the end of a line make RE2 re-scan the whole line for submatches;
     capturing only the head and cutting it off here is several times cheaper.
     """
-    n = len(values)
-    cut = pc.fill_null(nbytes, 0).to_numpy(zero_copy_only=False).astype(np.int64)
-    offsets = np.frombuffer(values.buffers()[1], dtype=np.int32)[values.offset:values.offset + n + 1].astype(np.int64)
-    data = np.frombuffer(values.buffers()[2], dtype=np.uint8) if values.buffers()[2] else np.zeros(0, np.uint8)
-    starts, ends = offsets[:-1] + cut, offsets[1:]
-    nonempty = ends > starts  # their starts (and ends) are distinct, so `+=` marks each once
-    inside = np.zeros(len(data) + 1, dtype=np.int8)
-    inside[starts[nonempty]] += 1
-    inside[ends[nonempty]] -= 1
-    kept = data[np.cumsum(inside[:-1], dtype=np.int8).view(bool)]  # 0/1: inside a kept range
-    new_offsets = np.concatenate([[0], np.cumsum(ends - starts)]).astype(np.int32)
-    return pa.StringArray.from_buffers(n, pa.py_buffer(new_offsets), pa.py_buffer(kept))
+    return cut(values, ints(nbytes, 0))
