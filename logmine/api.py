@@ -20,7 +20,7 @@ import pandas as pd
 import sqlalchemy
 
 from . import derive, named_queries, transcripts
-from .ingest import IngestReport, Progress, drop_staging, merge_staged, stage_logs
+from .ingest import IngestReport, Progress, ingest_logs
 from .inputs import classify_inputs
 from .render import render  # noqa: F401 - part of the public API
 from .sources import InputError
@@ -47,21 +47,18 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
            progress: Progress | None = None) -> Report:
     """Parse the inputs into typed events in the DuckDB file `db` (created if missing).
 
-    Logs are parsed into staging tables first; then, in one transaction, they join the real tables,
-    transcripts are stored, and runs, configs, diffs and links are recomputed. If anything fails or
-    the process is interrupted, the database's tables are as they were before.
+    Logs and transcripts are stored, and runs, configs, diffs and links recomputed, in one
+    transaction: if anything fails or the process is interrupted, the tables are as they were before.
     """
     utc_offset = parse_offset(tz) if tz else None
     log_paths, transcript_paths = classify_inputs(paths)
     con = connect(db)
     try:
         run(con, f"SET memory_limit = '{INGEST_MEMORY}'")
-        staged = stage_logs(con, log_paths, envelope=envelope, progress=progress)
-        report = Report(staged.report)
         transcripts.ensure_tables(con)
         run(con, "BEGIN TRANSACTION")
         try:
-            merge_staged(con, staged)
+            report = Report(ingest_logs(con, log_paths, envelope=envelope, progress=progress))
             for path, fmt in transcript_paths:
                 report.transcripts.append(transcripts.ingest_transcript(con, path, fmt))
             derive.rebuild(con, utc_offset=utc_offset)
@@ -70,7 +67,6 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
             run(con, "ROLLBACK")
             raise
     finally:
-        drop_staging(con)  # a process killed before this leaves them; the next ingest drops them
         con.close()
     report.logs.db = str(db)
     return report

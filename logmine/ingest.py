@@ -1,12 +1,12 @@
-"""Log ingest: read inputs, parse them in batches, stage the rows, then move them in one transaction.
+"""Log ingest: read inputs, parse them in batches, append the rows to the tables.
 
 Data flow: sources (bytes → lines) → parsers.envelopes (envelope → message) → parsers.sglang
 (message → kind + fields) → ColumnBatch → store (DuckDB). Re-ingesting a file adds nothing; a file
 that grew is read from where the last ingest stopped.
 
-Batches are committed one by one into `_stage_*` tables, so memory stays flat however large the input
-(DuckDB keeps an open transaction's rows in memory); the real tables change only in `merge_staged`,
-which the caller runs inside its transaction. An interrupted ingest leaves the real tables as they were.
+The caller runs `ingest_logs` inside one transaction, so an interrupted ingest leaves the tables as they
+were. Memory stays flat all the same: DuckDB writes an open transaction's large appends to the database
+file as they come (`enable_optimistic_write`) rather than holding them until the commit.
 """
 
 from __future__ import annotations
@@ -57,7 +57,6 @@ WORKER_MIN_BYTES = 32 << 20
 WORKER_QUEUE = 2
 TAIL_BYTES = 4096
 LOG_TABLES = ["lines"] + [t.name for t in EVENT_TABLES]
-STAGE = "_stage_"
 Progress = Callable[[str, int, int | None], None]  # (input name, bytes done, bytes total)
 
 
@@ -97,59 +96,26 @@ class IngestReport:
         }
 
 
-@dataclass
-class Staged:
-    """What `stage_logs` prepared: rows in `_stage_*` tables plus the changes to apply with them."""
-
-    report: IngestReport
-    deletions: list[tuple[int, int]] = field(default_factory=list)  # (source_id, from line_no)
-    sources: list[dict] = field(default_factory=list)
-    next_source_id: int = 1
-
-    def allocate_source_id(self) -> int:
-        self.next_source_id += 1
-        return self.next_source_id - 1
-
-
-def stage_logs(con: duckdb.DuckDBPyConnection, paths: list[str], envelope: str | None = None,
-               progress: Progress | None = None) -> Staged:
-    """Parse log files (or `-` for stdin) into the staging tables; the real tables are not touched."""
+def ingest_logs(con: duckdb.DuckDBPyConnection, paths: list[str], envelope: str | None = None,
+                progress: Progress | None = None) -> IngestReport:
+    """Parse log files (or `-` for stdin) into the tables; run it inside a transaction."""
     if envelope is not None and envelope not in FORMATS:
         raise InputError(f"unknown format {envelope!r}; choose one of {', '.join(FORMATS)}")
     inputs = describe_inputs(paths)
     ensure_tables(con, {name: table_columns(name) for name in LOG_TABLES})
-    drop_staging(con)
-    for table in LOG_TABLES:
-        run(con, f'CREATE TABLE "{STAGE}{table}" AS SELECT * FROM "{table}" LIMIT 0')
-    staged = Staged(IngestReport(db=""), next_source_id=next_source_id(con))
+    report = IngestReport(db="")
     for inp in inputs:
-        staged.report.sources.append(ingest_log(con, inp, envelope, staged, progress))
-    return staged
+        report.sources.append(ingest_log(con, inp, envelope, progress))
+    return report
 
 
-def merge_staged(con: duckdb.DuckDBPyConnection, staged: Staged) -> None:
-    """Apply the staged ingest to the real tables; run it inside a transaction."""
-    for source_id, from_line in staged.deletions:
-        delete_rows(con, LOG_TABLES, source_id, from_line)
-    for table in LOG_TABLES:
-        run(con, f'INSERT INTO "{table}" SELECT * FROM "{STAGE}{table}"')
-    for record in staged.sources:
-        upsert_source(con, record)
-
-
-def drop_staging(con: duckdb.DuckDBPyConnection) -> None:
-    """Remove staging tables, including those an interrupted ingest left behind."""
-    for table in LOG_TABLES:
-        run(con, f'DROP TABLE IF EXISTS "{STAGE}{table}"')
-
-
-def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, staged: Staged,
+def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
                progress: Progress | None = None) -> SourceReport:
     previous = find_source(con, inp.path) if inp.path != "-" else None
     start_offset, first_line, status = plan_resume(inp, previous)
-    source_id = previous["source_id"] if previous else staged.allocate_source_id()
+    source_id = previous["source_id"] if previous else next_source_id(con)
     if status in ("grown", "replaced"):
-        staged.deletions.append((source_id, first_line))
+        delete_rows(con, LOG_TABLES, source_id, first_line)
     report = SourceReport(inp.display, source_id, status)
     if status == "unchanged":
         report.envelope = previous["envelope"]
@@ -204,7 +170,7 @@ def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
     }
     if inp.path == "-" and is_duplicate_stdin(con, report, digest):
         return report
-    staged.sources.append(record)
+    upsert_source(con, record)
     return report
 
 
@@ -342,9 +308,9 @@ def typed_batch(tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
 
 
 def flush(con: duckdb.DuckDBPyConnection, tables: dict[str, pa.Table], report: SourceReport) -> None:
-    """Append one typed batch to the staging tables (each append commits on its own)."""
+    """Append one typed batch to the tables."""
     for table, data in tables.items():
-        append(con, STAGE + table, data, table_columns(table))
+        append(con, table, data, table_columns(table))
     lines = tables["lines"]
     kinds = Counter({row["values"]: row["counts"] for row in pc.value_counts(lines.column("kind")).to_pylist()})
     untyped = kinds.pop(None, 0)
@@ -355,12 +321,11 @@ def flush(con: duckdb.DuckDBPyConnection, tables: dict[str, pa.Table], report: S
 
 
 def is_duplicate_stdin(con: duckdb.DuckDBPyConnection, report: SourceReport, content_hash: str) -> bool:
-    """stdin has no path: the same bytes piped twice are recognised by their hash, and not staged again."""
+    """stdin has no path: the same bytes piped twice are recognised by their hash, and not stored again."""
     earlier = run(con, "SELECT min(source_id) FROM sources WHERE content_hash = ?", [content_hash])[0][0]
     if earlier is None:
         return False
-    for table in LOG_TABLES:
-        run(con, f'DELETE FROM "{STAGE}{table}" WHERE source_id = ?', [report.source_id])
+    delete_rows(con, LOG_TABLES, report.source_id)
     report.source_id, report.status = earlier, "unchanged"
     report.lines_read = report.lines_typed = report.lines_untyped = 0
     report.by_kind.clear()

@@ -80,16 +80,16 @@ def typed_table(data: pa.Table, columns: Mapping[str, str]) -> pa.Table:
 
 
 def append(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table, columns: Mapping[str, str]) -> None:
-    """Append a `typed_table`; columns left as text are TRY_CAST by DuckDB."""
+    """Append a `typed_table`; columns left as text are TRY_CAST by DuckDB.
+
+    A relation, not a registered view: inside a transaction DuckDB keeps dropped views (and the
+    Arrow data they hold) until the commit.
+    """
     exprs = []
     for name, duck_type in columns.items():
         plain = data.schema.field(name).type == arrow_type(duck_type)
         exprs.append(f'"{name}"' if plain else f'TRY_CAST("{name}" AS {duck_type.split(" PRIMARY")[0]}) AS "{name}"')
-    con.register("_logmine_batch", data)
-    try:
-        run(con, f'INSERT INTO "{table}" BY NAME SELECT {", ".join(exprs)} FROM _logmine_batch')
-    finally:
-        con.unregister("_logmine_batch")
+    con.from_arrow(data).project(", ".join(exprs)).insert_into(table)
 
 
 def delete_rows(con: duckdb.DuckDBPyConnection, tables: Iterable[str], source_id: int,

@@ -475,9 +475,6 @@ def records_table(records: list[dict[str, object]]) -> pa.Table:
 
 
 STATS_PAIR = re.compile(r"([^,:]+): ([^,]*(?:, (?![^,:]+: )[^,]*)*)")
-# A stats text whose every `, `-separated piece is `known key: value` without `,` or `=` (nearly all)
-# is split in bulk; any other text goes through `parse_stats`.
-STATS_PIECE = r"^(?P<key>[^,:]+): (?P<value>[^,=]*)$"
 STATS_EXTRA = pa.map_(pa.string(), pa.string())
 
 
@@ -504,17 +501,28 @@ def parse_stats(text: str) -> dict[str, object]:
 
 
 def _with_stats(table: pa.Table, stats: pa.StringArray) -> pa.Table:
-    """Add the stats columns of `stats` (one text per row of `table`)."""
+    """Add the stats columns of `stats` (one text per row of `table`).
+
+    Texts are split on `, ` and each piece on its first `: `; a row whose pieces are all a known key
+    and a value without `,` or `=` (nearly all) is typed here, any other goes through `parse_stats`.
+    """
     keys = list(formats.STATS_KEYS)
     columns = list(dict.fromkeys(formats.STATS_KEYS.values()))
     key_column = np.array([columns.index(formats.STATS_KEYS[k]) for k in keys] + [-1])
     parts = pc.split_pattern(pc.utf8_rtrim(stats, characters=", "), ", ")
     parent = pc.list_parent_indices(parts).to_numpy(zero_copy_only=False)
-    pairs = pc.extract_regex(pc.list_flatten(parts), STATS_PIECE)
-    key_index = pc.index_in(pc.utf8_trim_whitespace(pairs.field("key")), value_set=pa.array(keys))
-    key_index = pc.if_else(pairs.is_valid(), key_index, pa.scalar(None, pa.int32()))
+    pieces = pc.list_flatten(parts)
+    pairs = pc.split_pattern(pieces, ": ", max_splits=1)
+    starts = np.asarray(pairs.offsets)[:-1]
+    paired = pc.list_value_length(pairs).to_numpy(zero_copy_only=False) == 2
+    halves = pc.list_flatten(pairs)
+    key = halves.take(pa.array(starts))
+    value = halves.take(pa.array(np.where(paired, starts + 1, 0)))
+    bad = ~paired | flags(pc.match_substring(pieces, ",")) | flags(pc.match_substring(value, "=")) | \
+        flags(pc.match_substring(key, ":"))
+    key_index = pc.index_in(pc.utf8_trim_whitespace(key), value_set=pa.array(keys))
     # Unknown keys, other graph labels and repeated columns need the `extra` map: leave them to Python.
-    index = key_index.fill_null(len(keys)).to_numpy(zero_copy_only=False)
+    index = np.where(bad, len(keys), ints(key_index, len(keys)))
     column = key_column[index]
     odd = (column < 0) | ((column == columns.index("graph")) & (index != keys.index("cuda graph")))
     slow = np.zeros(len(stats), dtype=bool)
@@ -522,7 +530,7 @@ def _with_stats(table: pa.Table, stats: pa.StringArray) -> pa.Table:
     pair_id = parent.astype(np.int64) * len(columns) + column
     sorted_ids = np.sort(pair_id)
     slow[(sorted_ids[1:][sorted_ids[1:] == sorted_ids[:-1]]) // len(columns)] = True
-    values = pc.utf8_rtrim(pairs.field("value"), characters="% ")
+    values = pc.utf8_rtrim(value, characters="% ")
     for c, name in enumerate(columns):
         at = np.full(len(stats), -1, dtype=np.int64)
         sel = column == c
