@@ -27,7 +27,7 @@ from .sources import InputError
 from .store import DEFAULT_DB, connect, run
 
 # DuckDB keeps pages of the tables being written in memory; this bounds it (it spills to disk beyond).
-INGEST_MEMORY = "200MB"
+INGEST_MEMORY = "128MB"
 
 
 @dataclass
@@ -55,6 +55,7 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
     con = connect(db)
     try:
         run(con, f"SET memory_limit = '{INGEST_MEMORY}'")
+        run(con, "SET threads = 1")
         transcripts.ensure_tables(con)
         run(con, "BEGIN TRANSACTION")
         try:

@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 from .parsers.envelopes import FORMATS, TimeContext, detect_format, infer_context
 from .parsers.events import COMMON_COLUMNS, EVENT_TABLES
 from .parsers.log_lines import LINE_COLUMNS, ColumnBatch, LineParser, table_columns
+from .parsers.sglang import expand_stats
 from .sources import (
     BLOCK_BYTES,
     SNIFF_BYTES,
@@ -51,7 +52,7 @@ from .store import (
     upsert_source,
 )
 
-BATCH_LINES = 125_000
+BATCH_LINES = 50_000
 # Inputs this large are parsed in a worker process; smaller ones are not worth starting it.
 WORKER_MIN_BYTES = 32 << 20
 WORKER_QUEUE = 2
@@ -146,7 +147,7 @@ def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
         batches = parse_batches(plan, stream)
     parsed = Parsed({}, 0, first_line - 1, False, None)
     for parsed in batches:
-        flush(con, parsed.tables, report)
+        flush(con, typed_batch(parsed.tables), report)
         if progress:
             progress(inp.display, start_offset + parsed.consumed, inp.size)
     consumed, line_no, partial = parsed.consumed, parsed.line_no, parsed.partial
@@ -212,10 +213,10 @@ def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iter
             line_no += len(lines)
             partial, consumed = block.partial_last, block.end_offset
             if len(batch) >= BATCH_LINES:
-                yield Parsed(typed_batch(batch.tables()), consumed, line_no, partial, None)
+                yield Parsed(batch.tables(), consumed, line_no, partial, None)
                 batch = ColumnBatch()
         parser.finish(batch)
-        yield Parsed(typed_batch(batch.tables()), consumed, line_no, partial, hasher.hexdigest())
+        yield Parsed(batch.tables(), consumed, line_no, partial, hasher.hexdigest())
     finally:
         if plan.inp.path != "-":
             stream.close()
@@ -279,6 +280,9 @@ def plan_resume(inp: Input, previous: dict | None) -> tuple[int, int, str]:
 def typed_batch(tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
     """The parser's text tables as tables of the database's column types, ready to append.
 
+    Runs in the main process while the worker parses the next batch: it is the second stage of the
+    pipeline, so work that only types captured text belongs here rather than in the parser.
+
     An event's time, PID and ranks are those of its line: they are copied from the batch's `lines`
     where the event row has none (errors closed later carry their own).
     """
@@ -292,7 +296,7 @@ def typed_batch(tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
         if table == "lines":
             continue
         columns = table_columns(table)
-        data = typed_table(data, columns)
+        data = typed_table(expand_stats(data), columns)
         position = pc.subtract(data.column("line_no"), first)
         inside = pc.and_(pc.greater_equal(position, 0), pc.less(position, lines.num_rows))
         index = pc.if_else(inside, position, pa.scalar(None, pa.int64()))

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import sglang_formats as formats
-from .vector_columns import cut, flags, ints, patch
+from .vector_columns import cut, data_bytes, flags, ints, offsets, patch, spans
 
 PREFIX = re.compile(
     r"\[(?:(?P<date>\d{4}-\d\d-\d\d) )?(?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<ms>\d{3}))?"
@@ -434,19 +434,12 @@ class Classifier:
                                         "kind": pa.array([candidate.spec.kind] * n, pa.string())}
         for name, value in candidate.spec.const.items():
             columns[name] = pa.array([value] * n, pa.string())
-        stats = None
         for name in candidate.regex.groupindex:
             values = groups.field(name)
-            if name == "_stats":
-                stats = values
-                continue
             if name not in candidate.empty_groups:
                 values = pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values)
             columns[name] = values
-        table = pa.table(columns)
-        if stats is not None:
-            table = _with_stats(table, stats)
-        return table
+        return pa.table(columns)
 
 
 def _group_codes(heads: pa.Array) -> tuple[np.ndarray, list[str]]:
@@ -457,13 +450,7 @@ def _group_codes(heads: pa.Array) -> tuple[np.ndarray, list[str]]:
 def _record(candidate: CompiledPattern, row: int, m: re.Match[str]) -> dict[str, object]:
     """One event row from a Python match (the fallback path)."""
     fields: dict[str, object] = {"_row": row, "kind": candidate.spec.kind, **candidate.spec.const}
-    for name, value in m.groupdict().items():
-        if value is None:
-            continue
-        if name == "_stats":
-            fields.update(parse_stats(value))
-        else:
-            fields[name] = value
+    fields.update((name, value) for name, value in m.groupdict().items() if value is not None)
     return fields
 
 
@@ -500,51 +487,144 @@ def parse_stats(text: str) -> dict[str, object]:
     return fields
 
 
+def expand_stats(table: pa.Table) -> pa.Table:
+    """Replace a `_stats` capture (batch statistics text) by its typed columns and `extra` map.
+
+    The classifier keeps the text whole; this step runs where the rows are typed for storage, which
+    during a large ingest is the process that is not busy matching patterns.
+    """
+    if "_stats" not in table.column_names:
+        return table
+    stats = table.column("_stats").combine_chunks()
+    return _with_stats(table.drop_columns(["_stats"]), stats)
+
+
 def _with_stats(table: pa.Table, stats: pa.StringArray) -> pa.Table:
     """Add the stats columns of `stats` (one text per row of `table`).
 
-    Texts are split on `, ` and each piece on its first `: `; a row whose pieces are all a known key
-    and a value without `,` or `=` (nearly all) is typed here, any other goes through `parse_stats`.
+    A row whose pieces are all a known key and a value without `,` or `=` (nearly all) is typed
+    here, by byte position; any other goes through `parse_stats`.
     """
     keys = list(formats.STATS_KEYS)
     columns = list(dict.fromkeys(formats.STATS_KEYS.values()))
     key_column = np.array([columns.index(formats.STATS_KEYS[k]) for k in keys] + [-1])
-    parts = pc.split_pattern(pc.utf8_rtrim(stats, characters=", "), ", ")
-    parent = pc.list_parent_indices(parts).to_numpy(zero_copy_only=False)
-    pieces = pc.list_flatten(parts)
-    pairs = pc.split_pattern(pieces, ": ", max_splits=1)
-    starts = np.asarray(pairs.offsets)[:-1]
-    paired = pc.list_value_length(pairs).to_numpy(zero_copy_only=False) == 2
-    halves = pc.list_flatten(pairs)
-    key = halves.take(pa.array(starts))
-    value = halves.take(pa.array(np.where(paired, starts + 1, 0)))
-    bad = ~paired | flags(pc.match_substring(pieces, ",")) | flags(pc.match_substring(value, "=")) | \
-        flags(pc.match_substring(key, ":"))
-    key_index = pc.index_in(pc.utf8_trim_whitespace(key), value_set=pa.array(keys))
+    stats = pc.utf8_rtrim(pc.fill_null(stats, ""), characters=", ")
+    pieces = StatsPieces.of(stats)
+    found = pieces.keys(stats).dictionary_encode()
+    known = {key: i for i, key in enumerate(keys)}
+    index_of = np.array([known.get(k, len(keys)) for k in pc.utf8_trim_whitespace(found.dictionary).to_pylist()]
+                        + [len(keys)])
     # Unknown keys, other graph labels and repeated columns need the `extra` map: leave them to Python.
-    index = np.where(bad, len(keys), ints(key_index, len(keys)))
+    index = np.where(pieces.bad, len(keys), index_of[ints(found.indices, len(index_of) - 1)])
     column = key_column[index]
     odd = (column < 0) | ((column == columns.index("graph")) & (index != keys.index("cuda graph")))
     slow = np.zeros(len(stats), dtype=bool)
-    slow[parent[odd]] = True
-    pair_id = parent.astype(np.int64) * len(columns) + column
+    slow[pieces.parent[odd]] = True
+    pair_id = pieces.parent * len(columns) + column
     sorted_ids = np.sort(pair_id)
     slow[(sorted_ids[1:][sorted_ids[1:] == sorted_ids[:-1]]) // len(columns)] = True
-    values = pc.utf8_rtrim(value, characters="% ")
+    value_start, value_stop = pieces.values(stats)
+    row_begin = offsets(stats)[:-1]
     for c, name in enumerate(columns):
-        at = np.full(len(stats), -1, dtype=np.int64)
         sel = column == c
-        at[parent[sel]] = np.nonzero(sel)[0]
-        table = table.append_column(name, values.take(pa.array(at, mask=at < 0)))
+        if not sel.any():
+            table = table.append_column(name, pa.nulls(len(stats), pa.string()))
+            continue
+        rows = pieces.parent[sel]
+        start, stop, valid = row_begin.copy(), row_begin.copy(), np.zeros(len(stats), dtype=bool)
+        start[rows], stop[rows], valid[rows] = value_start[sel], value_stop[sel], True
+        table = table.append_column(name, spans(stats, start, stop, valid))
     fast_table = table.filter(pa.array(~slow))
     if not slow.any():
         return fast_table
-    records = []
-    for i in np.nonzero(slow)[0]:
-        record = {name: table.column(name)[int(i)].as_py() for name in table.column_names if name not in columns}
-        record.update(parse_stats(stats[int(i)].as_py()))
-        records.append(record)
-    return pa.concat_tables([fast_table, records_table(records)], promote_options="permissive")
+    slow_rows = np.nonzero(slow)[0]
+    slow_table = table.take(pa.array(slow_rows)).drop_columns(columns)
+    parsed = records_table([parse_stats(stats[int(i)].as_py()) for i in slow_rows])
+    for name in parsed.column_names:
+        slow_table = slow_table.append_column(name, parsed.column(name))
+    return pa.concat_tables([fast_table, slow_table], promote_options="permissive")
+
+
+@dataclass
+class StatsPieces:
+    """The `key: value` pieces of stats texts, as byte positions in the texts' data buffer.
+
+    Texts are split on `, ` and each piece on its first `: `, as `parse_stats` reads them; `bad` marks
+    the pieces it might read otherwise (no `: `, a lone `,`, `=` in the value, `:` in the key).
+    """
+
+    parent: np.ndarray  # row of each piece
+    start: np.ndarray
+    colon: np.ndarray  # position of the first `: `, -1 when there is none
+    stop: np.ndarray
+    bad: np.ndarray
+
+    @classmethod
+    def of(cls, stats: pa.StringArray) -> StatsPieces:
+        bounds, data = offsets(stats), data_bytes(stats)
+        text = data[bounds[0]:bounds[-1]]
+        space_next = np.zeros(len(text), dtype=bool)
+        np.equal(text[1:], ord(" "), out=space_next[:-1])
+        found = np.empty(len(text), dtype=bool)  # reused: fresh large arrays cost page faults
+
+        def at(byte: int, then_space: bool) -> np.ndarray:
+            np.equal(text, byte, out=found)
+            if then_space:
+                np.logical_and(found, space_next, out=found)
+            else:
+                found[space_next] = False
+            return np.flatnonzero(found) + bounds[0]
+
+        separators = at(ord(","), True)
+        begin, end = bounds[:-1], bounds[1:]
+        rows = np.flatnonzero(begin < end)
+        count = np.searchsorted(separators, end[rows]) - np.searchsorted(separators, begin[rows]) + 1
+        first = np.r_[0, np.cumsum(count)[:-1]]
+        last = first + count - 1
+        start, stop = np.empty(int(count.sum()), dtype=np.int64), np.empty(int(count.sum()), dtype=np.int64)
+        inner = np.ones(len(start), dtype=bool)
+        inner[first] = False
+        start[first], start[inner] = begin[rows], separators + 2
+        inner[first], inner[last] = True, False
+        stop[last], stop[inner] = end[rows], separators
+        parent = np.repeat(rows, count)
+
+        def piece_of(positions: np.ndarray, width: int = 1) -> tuple[np.ndarray, np.ndarray]:
+            piece = np.searchsorted(start, positions, side="right") - 1
+            inside = (piece >= 0) & (positions + width <= stop[np.maximum(piece, 0)])
+            return piece[inside], positions[inside]
+
+        colons = at(ord(":"), True)
+        if len(colons) == len(start) and (colons >= start).all() and (colons + 2 <= stop).all():
+            colon = colons  # one `: ` in each piece, the usual case
+        else:
+            colon = np.full(len(start), -1, dtype=np.int64)
+            piece, pos = piece_of(colons, 2)
+            head = np.r_[True, piece[1:] != piece[:-1]]
+            colon[piece[head]] = pos[head]
+        bad = colon < 0
+        piece, _ = piece_of(at(ord(","), False))
+        bad[piece] = True
+        piece, pos = piece_of(np.flatnonzero(text == ord("=")) + bounds[0])
+        bad[piece[pos > colon[piece]]] = True
+        piece, pos = piece_of(at(ord(":"), False))
+        bad[piece[pos < colon[piece]]] = True
+        return cls(parent, start, colon, stop, bad)
+
+    def keys(self, stats: pa.StringArray) -> pa.StringArray:
+        return spans(stats, self.start, np.where(self.bad, self.start, self.colon))
+
+    def values(self, stats: pa.StringArray) -> tuple[np.ndarray, np.ndarray]:
+        """(start, stop) of each piece's value, trailing `%` and spaces left out (`12.5% ` -> `12.5`)."""
+        data = data_bytes(stats)
+        start = np.where(self.bad, self.stop, self.colon + 2)
+        stop = self.stop.copy()
+        while True:
+            last = data[np.maximum(stop - 1, 0)] if len(data) else np.zeros(len(stop), dtype=np.uint8)
+            trim = (stop > start) & ((last == ord("%")) | (last == ord(" ")))
+            if not trim.any():
+                return start, stop
+            stop[trim] -= 1
 
 
 def split_carriage_returns(message: str) -> tuple[str, str | None]:
