@@ -5,6 +5,7 @@ The store knows table names and column types, never log formats: parsers hand it
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -52,8 +53,13 @@ ARROW_TYPES: dict[str, pa.DataType] = {
 }
 
 
-def arrow_type(duck_type: str) -> pa.DataType:
-    return ARROW_TYPES[duck_type.split(" PRIMARY")[0]]
+def base_type(column_spec: str) -> str:
+    """`INTEGER PRIMARY KEY` -> `INTEGER`, `VARCHAR USING COMPRESSION zstd` -> `VARCHAR`."""
+    return re.split(r" (?:PRIMARY|USING) ", column_spec)[0]
+
+
+def arrow_type(column_spec: str) -> pa.DataType:
+    return ARROW_TYPES[base_type(column_spec)]
 
 
 def typed_table(data: pa.Table, columns: Mapping[str, str]) -> pa.Table:
@@ -88,7 +94,7 @@ def append(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table, columns: 
     exprs = []
     for name, duck_type in columns.items():
         plain = data.schema.field(name).type == arrow_type(duck_type)
-        exprs.append(f'"{name}"' if plain else f'TRY_CAST("{name}" AS {duck_type.split(" PRIMARY")[0]}) AS "{name}"')
+        exprs.append(f'"{name}"' if plain else f'TRY_CAST("{name}" AS {base_type(duck_type)}) AS "{name}"')
     con.from_arrow(data).project(", ".join(exprs)).insert_into(table)
 
 
