@@ -264,6 +264,14 @@ class CompiledPattern:
     # Groups that can match "": RE2 reports a group that did not take part as "" too, so rows with ""
     # there are re-matched with Python `re` to tell None from "".
     empty_groups: frozenset[str]
+    # A last group that runs to the end of the line (`(?P<detail>Rank \d+.*)`) is not captured by RE2,
+    # which would re-scan the whole line for it: `re2` captures the text before it as `_head`, and the
+    # group is cut off by position.
+    tail: str | None = None
+
+
+# `(?P<name>INNER.*)` closing a pattern, INNER without groups
+TAIL_GROUP = re.compile(r"\(\?P<(?P<name>\w+)>(?P<inner>[^()]*)\.\*\)$")
 
 
 def empty_groups(regex: str) -> frozenset[str]:
@@ -288,7 +296,12 @@ def empty_groups(regex: str) -> frozenset[str]:
 
 
 def compile_pattern(spec: formats.Pattern) -> CompiledPattern:
-    return CompiledPattern(spec, re.compile(spec.regex), f"^(?:{spec.regex})", empty_groups(spec.regex))
+    regex, empty = re.compile(spec.regex), empty_groups(spec.regex)
+    tail = TAIL_GROUP.search(spec.regex)
+    if tail is None:
+        return CompiledPattern(spec, regex, f"^(?:{spec.regex})", empty)
+    head = spec.regex[:tail.start()]
+    return CompiledPattern(spec, regex, f"^(?P<_head>(?:{head})){tail['inner']}", empty, tail["name"])
 
 
 @dataclass
@@ -398,15 +411,15 @@ class Classifier:
         if len(fast):
             sub = bodies.take(pa.array(fast, pa.int64()))
             if candidate.regex.groupindex:
-                groups = pc.extract_regex(sub, candidate.re2)
-                ok = groups.is_valid().to_numpy(zero_copy_only=False)
+                fields, ok = self._extract(candidate, sub)
                 unsure = np.zeros(len(fast), dtype=bool)
                 for name in candidate.empty_groups:
-                    unsure |= ok & pc.equal(groups.field(name), "").to_numpy(zero_copy_only=False)
+                    unsure |= ok & flags(pc.equal(fields[name], ""))
                 slow.append(fast[unsure])
                 keep = ok & ~unsure
                 hit[fast[keep]] = True
-                out.add(spec.table, self._event_table(candidate, fast[keep], groups.filter(pa.array(keep))))
+                kept = {name: values.filter(pa.array(keep)) for name, values in fields.items()}
+                out.add(spec.table, self._event_table(candidate, fast[keep], kept))
             else:
                 ok = pc.match_substring_regex(sub, candidate.re2).to_numpy(zero_copy_only=False)
                 hit[fast[ok]] = True
@@ -427,7 +440,16 @@ class Classifier:
         return rows[~hit[rows]]
 
     @staticmethod
-    def _event_table(candidate: CompiledPattern, rows: np.ndarray, groups: pa.StructArray | None) -> pa.Table:
+    def _extract(candidate: CompiledPattern, texts: pa.StringArray) -> tuple[dict[str, pa.Array], np.ndarray]:
+        """(the named groups' texts, which rows matched) of RE2 matches of `candidate` on `texts`."""
+        groups = pc.extract_regex(texts, candidate.re2)
+        fields = {name: groups.field(name) for name in candidate.regex.groupindex if name != candidate.tail}
+        if candidate.tail:
+            fields[candidate.tail] = cut(texts, ints(pc.binary_length(groups.field("_head")), 0))
+        return fields, flags(groups.is_valid())
+
+    @staticmethod
+    def _event_table(candidate: CompiledPattern, rows: np.ndarray, fields: dict[str, pa.Array] | None) -> pa.Table:
         """Event rows of RE2 matches: "" of a group that cannot be empty means it did not take part."""
         n = len(rows)
         columns: dict[str, pa.Array] = {"_row": pa.array(rows, pa.int64()),
@@ -435,7 +457,7 @@ class Classifier:
         for name, value in candidate.spec.const.items():
             columns[name] = pa.array([value] * n, pa.string())
         for name in candidate.regex.groupindex:
-            values = groups.field(name)
+            values = fields[name]
             if name not in candidate.empty_groups:
                 values = pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values)
             columns[name] = values

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from logmine.parsers import sglang_formats as formats
+from logmine.parsers.sglang import Classifier
+from logmine.parsers.vector_columns import flags
 
 from logmine import api
 
@@ -142,3 +148,16 @@ def test_coloured_lines_are_typed_and_kept_as_written(tmp_path: Path) -> None:
     ])
     assert kinds_of(con) == ["http_request", "load_weight_begin"]
     assert con.execute("SELECT count(*) FROM lines WHERE message LIKE '%' || chr(27) || '%'").fetchone()[0] == 2
+
+
+def test_block_and_line_readings_of_every_example_agree() -> None:
+    """RE2 over a block (with tail groups cut by position) reads each example as Python `re` does."""
+    specs = [p for p in formats.ALL_PATTERNS if p.ident is None]
+    bodies = pa.array([p.example for p in specs], pa.string())
+    found = Classifier().classify(bodies, np.arange(len(specs)), flags(pc.string_is_ascii(bodies)))
+    block_rows = {row["_row"]: row for pieces in found.events.values()
+                  for piece in pieces for row in piece.to_pylist()}
+    for i, spec in enumerate(specs):
+        expected = {k: v for k, v in re.match(spec.regex, spec.example).groupdict().items() if v is not None}
+        got = {k: v for k, v in block_rows[i].items() if k in expected}
+        assert got == expected, spec.kind
