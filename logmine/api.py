@@ -14,10 +14,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import pandas as pd
-import sqlalchemy
 
 from . import derive, named_queries, transcripts
 from .ingest import IngestReport, Progress, ingest_logs
@@ -25,6 +25,9 @@ from .inputs import classify_inputs
 from .render import render  # noqa: F401 - part of the public API
 from .sources import InputError
 from .store import DEFAULT_DB, connect, run
+
+if TYPE_CHECKING:
+    import sqlalchemy
 
 # DuckDB keeps pages of the tables being written in memory; this bounds it (it spills to disk beyond).
 INGEST_MEMORY = "128MB"
@@ -96,6 +99,8 @@ def open_db(db: str | Path = DEFAULT_DB) -> Iterator[duckdb.DuckDBPyConnection]:
 
 def engine(db: str | Path = DEFAULT_DB) -> sqlalchemy.engine.Engine:
     """A read-only SQLAlchemy engine on a logmine database, for `pandas.read_sql` and notebook tools."""
+    import sqlalchemy  # here, not at the top: it would add a quarter second to every command's start
+
     if not Path(db).exists():
         raise FileNotFoundError(f"{db}: no such database (run `logmine ingest` first)")
     return sqlalchemy.create_engine(f"duckdb:///{Path(db).resolve()}", connect_args={"read_only": True})

@@ -200,19 +200,22 @@ class Parsed:
 
 
 def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iterator[Parsed]:
-    """Parse an input block by block into batches of about BATCH_LINES lines."""
+    """Parse an input block by block into batches of about BATCH_LINES lines.
+
+    The first batch is one block, so that storing starts while the second is parsed.
+    """
     stream = stream or PeekableStream(open_bytes(plan.inp, plan.start_offset))
     parser = LineParser(plan.source_id, plan.envelope, plan.time, plan.fallback_date)
     hasher = hashlib.blake2b(digest_size=16)
     line_no, consumed, partial = plan.first_line - 1, 0, False
     batch = ColumnBatch()
     try:
-        for block in iter_line_blocks(stream, hasher):
+        for number, block in enumerate(iter_line_blocks(stream, hasher)):
             lines, bad = block.columns()
             parser.parse_block(line_no + 1, lines, bad, batch)
             line_no += len(lines)
             partial, consumed = block.partial_last, block.end_offset
-            if len(batch) >= BATCH_LINES:
+            if len(batch) >= BATCH_LINES or number == 0:
                 yield Parsed(batch.tables(), consumed, line_no, partial, None)
                 batch = ColumnBatch()
         parser.finish(batch)
