@@ -145,7 +145,7 @@ def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
         batches = parse_in_worker(plan)
     else:
         batches = parse_batches(plan, stream)
-    parsed = Parsed({}, 0, first_line - 1, False, None)
+    parsed = Parsed({}, 0, first_line - 1, False, True)
     for parsed in batches:
         flush(con, typed_batch(parsed.tables), report)
         if progress:
@@ -165,7 +165,7 @@ def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
         "compression": inp.compression, "size_bytes": inp.size, "bytes_ingested": bytes_done,
         "lines_ingested": lines_done, "partial_last_line": partial,
         "head_hash": _head_hash(inp, bytes_done), "tail_hash": _tail_hash(inp, bytes_done),
-        "content_hash": digest if start_offset == 0 else (previous or {}).get("content_hash"),
+        "content_hash": digest,
         "year": time.year, "utc_offset_s": int(time.utc_offset.total_seconds()),
         "fallback_date": fallback_date, "ingested_at": datetime.now(),
     }
@@ -196,7 +196,8 @@ class Parsed:
     consumed: int  # bytes from the start offset
     line_no: int  # last line number parsed
     partial: bool  # the input's last line has no newline
-    digest: str | None  # content hash, on the final batch
+    final: bool  # the input's last batch
+    digest: str | None = None  # content hash of stdin, on the final batch
 
 
 def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iterator[Parsed]:
@@ -206,7 +207,8 @@ def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iter
     """
     stream = stream or PeekableStream(open_bytes(plan.inp, plan.start_offset))
     parser = LineParser(plan.source_id, plan.envelope, plan.time, plan.fallback_date)
-    hasher = hashlib.blake2b(digest_size=16)
+    # Only stdin is recognised by its content; files by path, size and the hashes of their ends.
+    hasher = hashlib.blake2b(digest_size=16) if plan.inp.path == "-" else None
     line_no, consumed, partial = plan.first_line - 1, 0, False
     batch = ColumnBatch()
     try:
@@ -216,10 +218,10 @@ def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iter
             line_no += len(lines)
             partial, consumed = block.partial_last, block.end_offset
             if len(batch) >= BATCH_LINES or number == 0:
-                yield Parsed(batch.tables(), consumed, line_no, partial, None)
+                yield Parsed(batch.tables(), consumed, line_no, partial, False)
                 batch = ColumnBatch()
         parser.finish(batch)
-        yield Parsed(batch.tables(), consumed, line_no, partial, hasher.hexdigest())
+        yield Parsed(batch.tables(), consumed, line_no, partial, True, hasher and hasher.hexdigest())
     finally:
         if plan.inp.path != "-":
             stream.close()
@@ -240,7 +242,7 @@ def parse_in_worker(plan: ParsePlan) -> Iterator[Parsed]:
             if isinstance(item, BaseException):
                 raise item
             yield item
-            if item.digest is not None:
+            if item.final:
                 return
     finally:
         worker.join(timeout=5)
