@@ -542,23 +542,27 @@ def _with_stats(table: pa.Table, stats: pa.StringArray) -> pa.Table:
     odd = (column < 0) | ((column == columns.index("graph")) & (index != keys.index("cuda graph")))
     slow = np.zeros(len(stats), dtype=bool)
     slow[pieces.parent[odd]] = True
-    pair_id = pieces.parent * len(columns) + column
-    sorted_ids = np.sort(pair_id)
-    slow[(sorted_ids[1:][sorted_ids[1:] == sorted_ids[:-1]]) // len(columns)] = True
+    # A column twice in one row: the sum of the row's column bits differs from their union.
+    if len(column):
+        bits = np.where(column >= 0, np.left_shift(1, np.maximum(column, 0)), 0)
+        row_first = np.flatnonzero(np.r_[True, pieces.parent[1:] != pieces.parent[:-1]])
+        twice = np.add.reduceat(bits, row_first) != np.bitwise_or.reduceat(bits, row_first)
+        slow[pieces.parent[row_first[twice]]] = True
+    # Each column's value spans, one row per column; rows without that key get an empty span.
     value_start, value_stop = pieces.values(stats)
-    row_begin = offsets(stats)[:-1]
+    known = column >= 0
+    where = column[known] * len(stats) + pieces.parent[known]  # in a (column, row) matrix, flattened
+    start = np.tile(offsets(stats)[:-1], len(columns))
+    stop = start.copy()
+    present = np.zeros(len(start), dtype=bool)
+    start[where], stop[where], present[where] = value_start[known], value_stop[known], True
+    start, stop, present = (a.reshape(len(columns), len(stats)) for a in (start, stop, present))
     for c, name in enumerate(columns):
-        sel = column == c
-        if not sel.any():
-            table = table.append_column(name, pa.nulls(len(stats), pa.string()))
-            continue
-        rows = pieces.parent[sel]
-        start, stop, valid = row_begin.copy(), row_begin.copy(), np.zeros(len(stats), dtype=bool)
-        start[rows], stop[rows], valid[rows] = value_start[sel], value_stop[sel], True
-        table = table.append_column(name, spans(stats, start, stop, valid))
-    fast_table = table.filter(pa.array(~slow))
+        values = spans(stats, start[c], stop[c], present[c]) if present[c].any() else pa.nulls(len(stats), pa.string())
+        table = table.append_column(name, values)
     if not slow.any():
-        return fast_table
+        return table
+    fast_table = table.filter(pa.array(~slow))
     slow_rows = np.nonzero(slow)[0]
     slow_table = table.take(pa.array(slow_rows)).drop_columns(columns)
     parsed = records_table([parse_stats(stats[int(i)].as_py()) for i in slow_rows])
@@ -589,15 +593,17 @@ class StatsPieces:
         np.equal(text[1:], ord(" "), out=space_next[:-1])
         found = np.empty(len(text), dtype=bool)  # reused: fresh large arrays cost page faults
 
-        def at(byte: int, then_space: bool) -> np.ndarray:
+        def at(byte: int) -> tuple[np.ndarray, np.ndarray]:
+            """Positions of `byte` followed by a space, and of `byte` not followed by one (rare)."""
             np.equal(text, byte, out=found)
-            if then_space:
-                np.logical_and(found, space_next, out=found)
-            else:
-                found[space_next] = False
-            return np.flatnonzero(found) + bounds[0]
+            total = np.count_nonzero(found)
+            np.logical_and(found, space_next, out=found)
+            paired = np.flatnonzero(found) + bounds[0]
+            if total == len(paired):
+                return paired, paired[:0]
+            return paired, np.flatnonzero((text == byte) & ~space_next) + bounds[0]
 
-        separators = at(ord(","), True)
+        separators, lone_commas = at(ord(","))
         begin, end = bounds[:-1], bounds[1:]
         rows = np.flatnonzero(begin < end)
         count = np.searchsorted(separators, end[rows]) - np.searchsorted(separators, begin[rows]) + 1
@@ -616,7 +622,7 @@ class StatsPieces:
             inside = (piece >= 0) & (positions + width <= stop[np.maximum(piece, 0)])
             return piece[inside], positions[inside]
 
-        colons = at(ord(":"), True)
+        colons, lone_colons = at(ord(":"))
         if len(colons) == len(start) and (colons >= start).all() and (colons + 2 <= stop).all():
             colon = colons  # one `: ` in each piece, the usual case
         else:
@@ -625,11 +631,13 @@ class StatsPieces:
             head = np.r_[True, piece[1:] != piece[:-1]]
             colon[piece[head]] = pos[head]
         bad = colon < 0
-        piece, _ = piece_of(at(ord(","), False))
+        piece, _ = piece_of(lone_commas)
         bad[piece] = True
-        piece, pos = piece_of(np.flatnonzero(text == ord("=")) + bounds[0])
-        bad[piece[pos > colon[piece]]] = True
-        piece, pos = piece_of(at(ord(":"), False))
+        np.equal(text, ord("="), out=found)
+        if found.any():
+            piece, pos = piece_of(np.flatnonzero(found) + bounds[0])
+            bad[piece[pos > colon[piece]]] = True
+        piece, pos = piece_of(lone_colons)
         bad[piece[pos < colon[piece]]] = True
         return cls(parent, start, colon, stop, bad)
 
