@@ -275,7 +275,7 @@ class Block:
     prefixes: Prefixes
     ts: pa.StringArray
     pid: pa.Int64Array
-    kinds: list[str | None]
+    kinds: np.ndarray  # object array of kind names, None where untyped
     progress: dict[int, str | None]
     groups: list[int | None]
     records: dict[str, list[dict]] = field(default_factory=dict)
@@ -284,7 +284,7 @@ class Block:
         return self.body[i].as_py()
 
     def found_mask(self) -> np.ndarray:
-        return np.array([k is not None for k in self.kinds], dtype=bool)
+        return self.kinds.astype(bool)
 
     def is_error_start(self, i: int) -> bool:
         """Could this unmatched prefixed line open a traceback or abort (the assembler decides)?"""

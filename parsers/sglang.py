@@ -308,7 +308,7 @@ def compile_pattern(spec: formats.Pattern) -> CompiledPattern:
 class Classified:
     """The kinds of a block of bodies and their event rows, per table."""
 
-    kinds: list[str | None]
+    kinds: np.ndarray  # object array: the kind of each body, None where no pattern matched
     # table -> pieces, each a pa.Table with `_row` (index in the block), `kind` and text field columns
     events: dict[str, list[pa.Table]] = field(default_factory=dict)
 
@@ -349,7 +349,7 @@ class Classifier:
 
         `idents` (the journal identifier per row) gates patterns that name one (`Pattern.ident`).
         """
-        out = Classified([None] * len(bodies))
+        out = Classified(np.full(len(bodies), None, dtype=object))
         self.idents = idents
         heads = pc.utf8_slice_codeunits(bodies.take(pa.array(rows, pa.int64())), 0, HEAD_CHARS)
         codes, values = _group_codes(heads)
@@ -374,12 +374,11 @@ class Classifier:
             return rows
         hit = pc.starts_with(bodies.take(pa.array(rows, pa.int64())), text).to_numpy(zero_copy_only=False)
         matched = rows[hit]
-        for i in matched:
-            out.kinds[i] = "notice"
+        out.kinds[matched] = "notice"
         n = len(matched)
         out.add("notices", pa.table({"_row": pa.array(matched, pa.int64()),
-                                     "kind": pa.array(["notice"] * n, pa.string()),
-                                     "topic": pa.array([topic] * n, pa.string())}))
+                                     "kind": pa.repeat(pa.scalar("notice"), n),
+                                     "topic": pa.repeat(pa.scalar(topic), n)}))
         return rows[~hit]
 
     def _try(self, candidate: CompiledPattern, bodies: pa.StringArray, rows: np.ndarray, ascii_rows: np.ndarray,
@@ -418,8 +417,9 @@ class Classifier:
                 slow.append(fast[unsure])
                 keep = ok & ~unsure
                 hit[fast[keep]] = True
-                kept = {name: values.filter(pa.array(keep)) for name, values in fields.items()}
-                out.add(spec.table, self._event_table(candidate, fast[keep], kept))
+                if not keep.all():
+                    fields = {name: values.filter(pa.array(keep)) for name, values in fields.items()}
+                out.add(spec.table, self._event_table(candidate, fast[keep], fields))
             else:
                 ok = pc.match_substring_regex(sub, candidate.re2).to_numpy(zero_copy_only=False)
                 hit[fast[ok]] = True
@@ -434,9 +434,7 @@ class Classifier:
                     records.append(_record(candidate, int(i), m))
             if records:
                 out.add(spec.table, records_table(records))
-        matched = rows[hit[rows]]
-        for i in matched:
-            out.kinds[i] = spec.kind
+        out.kinds[rows[hit[rows]]] = spec.kind
         return rows[~hit[rows]]
 
     @staticmethod
@@ -453,9 +451,9 @@ class Classifier:
         """Event rows of RE2 matches: "" of a group that cannot be empty means it did not take part."""
         n = len(rows)
         columns: dict[str, pa.Array] = {"_row": pa.array(rows, pa.int64()),
-                                        "kind": pa.array([candidate.spec.kind] * n, pa.string())}
+                                        "kind": pa.repeat(pa.scalar(candidate.spec.kind), n)}
         for name, value in candidate.spec.const.items():
-            columns[name] = pa.array([value] * n, pa.string())
+            columns[name] = pa.repeat(pa.scalar(value, pa.string()), n)
         for name in candidate.regex.groupindex:
             values = fields[name]
             if name not in candidate.empty_groups:
