@@ -18,8 +18,9 @@ from typing import BinaryIO
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import zstandard
+
+from .parsers.vector_columns import buffer_spans
 
 BLOCK_BYTES = 4 << 20
 SNIFF_BYTES = 64 << 10
@@ -124,13 +125,14 @@ class LineBlock:
     def columns(self) -> tuple[pa.StringArray, np.ndarray]:
         """The lines as an Arrow column, with a flag per line for bytes that were not valid UTF-8."""
         if b"\x00" not in self.data:
+            newlines = np.flatnonzero(np.frombuffer(self.data, dtype=np.uint8) == ord("\n"))
+            starts, stops = np.r_[0, newlines + 1], np.r_[newlines, len(self.data)]
+            lines = buffer_spans(pa.py_buffer(self.data), starts, stops)
             try:
-                self.data.decode("utf-8")
-            except UnicodeDecodeError:
+                lines.validate(full=True)  # UTF-8
+            except pa.ArrowInvalid:
                 pass
             else:
-                parts = pc.split_pattern(pa.array([self.data], pa.binary()), b"\n")
-                lines = pc.list_flatten(parts).cast(pa.string())
                 return lines, np.zeros(len(lines), dtype=bool)
         decoded = self.lines()
         return pa.array([text for text, _ in decoded], pa.string()), np.array([bad for _, bad in decoded], dtype=bool)

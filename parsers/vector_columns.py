@@ -52,13 +52,19 @@ def spans(values: pa.StringArray, starts: np.ndarray, stops: np.ndarray,
     character boundaries. They become the offsets of one array over the same buffer (no copy), of which
     every other element is taken: far cheaper than slicing rows by a common start and stop.
     """
+    return buffer_spans(values.buffers()[2], starts, stops, valid)
+
+
+def buffer_spans(data: pa.Buffer, starts: np.ndarray, stops: np.ndarray,
+                 valid: np.ndarray | None = None) -> pa.StringArray:
+    """`spans` of any buffer; the caller vouches that they are UTF-8 (or validates the result)."""
     n = len(starts)
     if not n:
         return pa.array([], pa.string())
     bounds = np.empty(2 * n, dtype=np.int32)
     bounds[0::2] = starts
     bounds[1::2] = stops
-    segments = pa.StringArray.from_buffers(2 * n - 1, pa.py_buffer(bounds), values.buffers()[2])
+    segments = pa.StringArray.from_buffers(2 * n - 1, pa.py_buffer(bounds), data)
     picks = np.arange(0, 2 * n - 1, 2)
     return segments.take(pa.array(picks, mask=None if valid is None else ~valid))
 
