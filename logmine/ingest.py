@@ -26,6 +26,7 @@ from .parsers.envelopes import FORMATS, TimeContext, detect_format, infer_contex
 from .parsers.events import COMMON_COLUMNS, EVENT_TABLES
 from .parsers.log_lines import LINE_COLUMNS, ColumnBatch, LineParser, table_columns
 from .parsers.sglang import expand_stats
+from .shared_batches import SharedSlots
 from .sources import (
     BLOCK_BYTES,
     SNIFF_BYTES,
@@ -230,30 +231,53 @@ def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iter
 def parse_in_worker(plan: ParsePlan) -> Iterator[Parsed]:
     """`parse_batches` in a second process, so parsing and the DuckDB appends use both cores.
 
-    The queue is bounded: the worker waits while the database falls behind, keeping memory flat.
+    Batches come through shared slots (`shared_batches`), each handed back once the next batch is
+    asked for; a batch too large for a slot, or every batch when no slot file could be made, comes
+    through the queue. Both are bounded: the worker waits while the database falls behind, keeping
+    memory flat.
     """
     context = multiprocessing.get_context("spawn")
     queue = context.Queue(maxsize=WORKER_QUEUE)
-    worker = context.Process(target=_parse_worker, args=(plan, queue), daemon=True)
+    free = context.Queue()
+    slots = SharedSlots.create(WORKER_QUEUE + 1)
+    for slot in range(slots.slots if slots else 0):
+        free.put(slot)
+    worker = context.Process(target=_parse_worker, args=(plan, queue, slots, free), daemon=True)
     worker.start()
     try:
         while True:
             item = queue.get()
             if isinstance(item, BaseException):
                 raise item
-            yield item
-            if item.final:
+            parsed, layout = item
+            if layout is not None:
+                parsed.tables = slots.read(layout)
+            yield parsed
+            if parsed.final:
                 return
+            if layout is not None:
+                free.put(layout.slot)
     finally:
         worker.join(timeout=5)
         if worker.is_alive():
             worker.kill()
+        if slots:
+            slots.remove()
 
 
-def _parse_worker(plan: ParsePlan, queue: multiprocessing.Queue) -> None:
+def _parse_worker(plan: ParsePlan, queue: multiprocessing.Queue, slots: SharedSlots | None,
+                  free: multiprocessing.Queue) -> None:
     try:
         for parsed in parse_batches(plan):
-            queue.put(parsed)
+            layout = None
+            if slots:
+                slot = free.get()
+                layout = slots.write(slot, parsed.tables)
+                if layout is None:
+                    free.put(slot)
+                else:
+                    parsed.tables = {}
+            queue.put((parsed, layout))
     except BaseException as exc:  # reported to, and raised in, the main process
         queue.put(exc)
 

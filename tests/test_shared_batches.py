@@ -1,0 +1,50 @@
+"""Batches parsed in the worker process reach the main process whole, through shared slots or the pipe."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+from logmine.parsers.envelopes import TimeContext
+
+from logmine.ingest import ParsePlan, parse_batches, parse_in_worker
+from logmine.shared_batches import SharedSlots
+from logmine.sources import describe
+
+JOURNAL_LINE = ("Mar 01 08:19:{s:02d} gpu-node-7 python3[266172]: [2026-03-01 08:19:{s:02d} TP0] Decode batch, "
+                "#running-req: 1, #token: {n}, token usage: 0.00, cuda graph: True, gen throughput (token/s): "
+                "82.87, #queue-req: 0")
+
+
+def test_a_slot_round_trip_and_a_batch_too_large_for_its_slot() -> None:
+    slots = SharedSlots.create(2, slot_bytes=64 << 10)
+    assert slots is not None
+    try:
+        small = {"lines": pa.table({"line_no": pa.array(range(10)), "message": pa.array(["x"] * 10)})}
+        layout = slots.write(1, small)
+        assert layout is not None and layout.slot == 1
+        assert slots.read(layout)["lines"].equals(small["lines"])
+        large = {"lines": pa.table({"message": pa.array(["y" * 1000] * 200)})}
+        assert slots.write(0, large) is None
+    finally:
+        slots.remove()
+    assert not Path(slots.path).exists()
+
+
+def test_the_worker_sends_what_parse_batches_makes(tmp_path: Path) -> None:
+    journal = tmp_path / "journal.txt"
+    # Lines of about 2 KB make batches of several MB, so some exceed a slot and take the pipe.
+    padding = ", x: " + "7" * 1800
+    journal.write_text("\n".join(JOURNAL_LINE.format(s=i % 60, n=i) + (padding if i % 3 == 0 else "")
+                                 for i in range(60_000)) + "\n")
+    plan = ParsePlan(describe(journal), 0, 1, 1, "journal-short", TimeContext(2026), "2026-03-01")
+    in_process = [(p.line_no, p.tables) for p in parse_batches(plan)]
+    # Each table is compared as soon as it arrives: a slot is reused once the next batch is asked for.
+    through_worker = 0
+    for (line_no, expected), parsed in zip(in_process, parse_in_worker(plan), strict=True):
+        assert parsed.line_no == line_no
+        assert sorted(parsed.tables) == sorted(expected)
+        for name, table in expected.items():
+            assert parsed.tables[name].equals(table), name
+        through_worker += 1
+    assert through_worker == len(in_process) > 1
