@@ -148,7 +148,7 @@ def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
         batches = parse_batches(plan, stream)
     parsed = Parsed({}, 0, first_line - 1, False, True)
     for parsed in batches:
-        flush(con, typed_batch(parsed.tables), report)
+        flush(con, typed_batch(parsed.tables, stats=True), report)
         if progress:
             progress(inp.display, start_offset + parsed.consumed, inp.size)
     consumed, line_no, partial = parsed.consumed, parsed.line_no, parsed.partial
@@ -219,10 +219,11 @@ def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iter
             line_no += len(lines)
             partial, consumed = block.partial_last, block.end_offset
             if len(batch) >= BATCH_LINES or number == 0:
-                yield Parsed(batch.tables(), consumed, line_no, partial, False)
+                yield Parsed(typed_batch(batch.tables(), stats=False), consumed, line_no, partial, False)
                 batch = ColumnBatch()
         parser.finish(batch)
-        yield Parsed(batch.tables(), consumed, line_no, partial, True, hasher and hasher.hexdigest())
+        yield Parsed(typed_batch(batch.tables(), stats=False), consumed, line_no, partial, True,
+                     hasher and hasher.hexdigest())
     finally:
         if plan.inp.path != "-":
             stream.close()
@@ -306,11 +307,12 @@ def plan_resume(inp: Input, previous: dict | None) -> tuple[int, int, str]:
     return 0, 1, "replaced"
 
 
-def typed_batch(tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
+def typed_batch(tables: dict[str, pa.Table], stats: bool) -> dict[str, pa.Table]:
     """The parser's text tables as tables of the database's column types, ready to append.
 
-    Runs in the main process while the worker parses the next batch: it is the second stage of the
-    pipeline, so work that only types captured text belongs here rather than in the parser.
+    In two stages that balance the two processes: the worker types `lines` and the event tables
+    (`stats=False`), the main process the tables that still hold batch statistics text (`stats=True`),
+    which it splits into columns; tables of the other stage pass through as they are.
 
     An event's time, PID and ranks are those of its line: they are copied from the batch's `lines`
     where the event row has none (errors closed later carry their own).
@@ -324,8 +326,10 @@ def typed_batch(tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
     for table, data in tables.items():
         if table == "lines":
             continue
-        columns = table_columns(table)
-        data = typed_table(expand_stats(data), columns)
+        if ("_stats" in data.column_names) != stats:
+            typed[table] = data
+            continue
+        data = typed_table(expand_stats(data), table_columns(table))
         position = pc.subtract(data.column("line_no"), first)
         inside = pc.and_(pc.greater_equal(position, 0), pc.less(position, lines.num_rows))
         index = pc.if_else(inside, position, pa.scalar(None, pa.int64()))
