@@ -1,5 +1,15 @@
-"""`python -m logmine` is the `logmine` command."""
+"""`python -m logmine` and the `logmine` command.
 
-from .cli import run
+The command's entry point lives here, not in `cli`, so that importing it is cheap: a spawned parse
+worker re-imports the program's main module, and should not load the whole CLI to do so.
+"""
 
-run()
+
+def run() -> None:
+    from .cli import run as cli_run
+
+    cli_run()
+
+
+if __name__ == "__main__":
+    run()

@@ -58,11 +58,12 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
     con = connect(db)
     try:
         run(con, f"SET memory_limit = '{INGEST_MEMORY}'")
-        run(con, "SET threads = 1")
+        run(con, "SET threads = 1")  # the parse worker has the other core
         transcripts.ensure_tables(con)
         run(con, "BEGIN TRANSACTION")
         try:
             report = Report(ingest_logs(con, log_paths, envelope=envelope, progress=progress))
+            run(con, "RESET threads")  # the worker is done: the queries below may use every core
             for path, fmt in transcript_paths:
                 report.transcripts.append(transcripts.ingest_transcript(con, path, fmt))
             derive.rebuild(con, utc_offset=utc_offset)
