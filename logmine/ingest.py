@@ -1,8 +1,10 @@
 """Log ingest: read inputs, parse them in batches, append the rows to the tables.
 
 Data flow: sources (bytes → lines) → parsers.envelopes (envelope → message) → parsers.sglang
-(message → kind + fields) → ColumnBatch → store (DuckDB). Re-ingesting a file adds nothing; a file
-that grew is read from where the last ingest stopped.
+(message → kind + fields) → ColumnBatch → typed Arrow tables → store (DuckDB). Large inputs are parsed
+in a worker process, whose batches come back through shared memory (`shared_batches`) while the main
+process stores the previous ones. Re-ingesting a file adds nothing; a file that grew is read from where
+the last ingest stopped.
 
 The caller runs `ingest_logs` inside one transaction, so an interrupted ingest leaves the tables as they
 were. Memory stays flat all the same: DuckDB writes an open transaction's large appends to the database

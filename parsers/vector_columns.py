@@ -79,12 +79,3 @@ def cut(values: pa.StringArray, starts: np.ndarray, stops: np.ndarray | None = N
     stop = end if stops is None else np.minimum(begin + stops, end)
     start = np.minimum(begin + starts, stop)
     return spans(values, start, stop, flags(pc.is_valid(values)) if values.null_count else None)
-
-
-def drop_prefix(values: pa.StringArray, nbytes: pa.Array) -> pa.StringArray:
-    """Each string without its first `nbytes` bytes (a matched envelope or prefix).
-
-    Regex captures that run to the end of a line make RE2 re-scan the whole line for submatches;
-    capturing only the head and cutting it off here is several times cheaper.
-    """
-    return cut(values, ints(nbytes, 0))
