@@ -119,8 +119,7 @@ def parse_prefixes(messages: pa.StringArray, ascii_rows: np.ndarray) -> Prefixes
 
 BRACKET_STAMP_RE2 = r"^\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?:[.,]\d{3})?[ \]]"
 BRACKET_TAGS = re.compile(r"(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*(?: (?:encode_server|encode_dp_worker\[\d+\]))?")
-# Rows whose bracket is followed by a level word may carry the foreign `LEVEL file.py:N:` or uvicorn shape.
-LEVEL_AFTER_BRACKET_RE2 = r"^\[[^\]]*\] ?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)[ :]"
+LEVEL_WORD = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)[ :]")
 LEVEL_REGION = 16
 UVICORN_LEVEL = re.compile(r"(DEBUG|INFO|WARNING|ERROR|CRITICAL):[\t\n\f\r ]+")  # RE2's \s
 
@@ -165,13 +164,15 @@ def _bracket_prefixes(messages: pa.StringArray, ascii_rows: np.ndarray
         cols[column] = pc.if_else(valid, values, pa.scalar(None, pa.int64()))
     space = flags(pc.equal(at(close + 1, close + 2, fast), " "))
     head_len = np.where(fast, close + 1 + space, 0)
-    leveled = fast & flags(pc.match_substring_regex(messages, LEVEL_AFTER_BRACKET_RE2))
+    # Rows whose bracket is followed by a level word may carry the foreign `LEVEL file.py:N:` shape or
+    # uvicorn's padded `INFO:     `: both are read from the few distinct texts after the bracket; uvicorn's
+    # is typed here, the foreign shape is left to the RE2 pass.
+    after = at(head_len, head_len + LEVEL_REGION, fast).dictionary_encode()
+    texts = after.dictionary.to_pylist()
+    region = ints(after.indices, len(texts))  # len(texts): not a fast row
+    leveled = np.array([LEVEL_WORD.match(text) is not None for text in texts] + [False], dtype=bool)[region]
     if leveled.any():
-        # uvicorn's padded `INFO:     ` is read from the distinct texts after the bracket; the foreign
-        # `LEVEL file.py:N: ` shape is left to the RE2 pass.
-        after = at(head_len, head_len + LEVEL_REGION, leveled).dictionary_encode()
-        levels = [UVICORN_LEVEL.match(text) for text in after.dictionary.to_pylist()]
-        region = ints(after.indices, 0)
+        levels = [UVICORN_LEVEL.match(text) for text in texts] + [None]
         known = np.array([m is not None and m.end() < LEVEL_REGION for m in levels], dtype=bool)[region]
         fast &= ~leveled | known
         uvicorn = leveled & known
