@@ -13,8 +13,10 @@ file as they come (`enable_optimistic_write`) rather than holding them until the
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import multiprocessing
+import queue as queue_errors
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -270,19 +272,40 @@ def parse_in_worker(plan: ParsePlan) -> Iterator[Parsed]:
 
 def _parse_worker(plan: ParsePlan, queue: multiprocessing.Queue, slots: SharedSlots | None,
                   free: multiprocessing.Queue) -> None:
+    """Parse and send batches; give up if the main process dies (killed), since nobody would read them."""
+    if slots:
+        slots.attach()
+        slots.remove()  # both processes have it mapped: a killed ingest leaves no file behind
     try:
         for parsed in parse_batches(plan):
             layout = None
             if slots:
-                slot = free.get()
+                slot = _patiently(free.get)
                 layout = slots.write(slot, parsed.tables)
                 if layout is None:
                     free.put(slot)
                 else:
                     parsed.tables = {}
-            queue.put((parsed, layout))
+            _patiently(queue.put, (parsed, layout))
+    except MainProcessGone:
+        return
     except BaseException as exc:  # reported to, and raised in, the main process
-        queue.put(exc)
+        with contextlib.suppress(MainProcessGone):
+            _patiently(queue.put, exc)
+
+
+class MainProcessGone(Exception):
+    pass
+
+
+def _patiently(call: Callable, *args: object) -> object:
+    """A blocking queue `get` or `put` that stops waiting once the main process is gone."""
+    while True:
+        try:
+            return call(*args, timeout=1)
+        except (queue_errors.Empty, queue_errors.Full):
+            if not multiprocessing.parent_process().is_alive():
+                raise MainProcessGone from None
 
 
 def plan_resume(inp: Input, previous: dict | None) -> tuple[int, int, str]:

@@ -52,11 +52,17 @@ class SharedSlots:
                 continue
             finally:
                 os.close(fd)
-            return cls(path, slots, slot_bytes)
+            shared = cls(path, slots, slot_bytes)
+            shared.attach()  # mapped now, so the file can be removed once the worker has mapped it too
+            return shared
         return None
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_map": None}  # each process maps the file itself
+
+    def attach(self) -> None:
+        """Map the file in this process (the worker, before the file is removed)."""
+        self._mapping()
 
     def _mapping(self) -> mmap.mmap:
         if self._map is None:
@@ -86,6 +92,6 @@ class SharedSlots:
                 for name, start, stop in layout.tables}
 
     def remove(self) -> None:
-        """Delete the file; mappings still open stay valid until they are dropped."""
+        """Delete the file; the mappings stay valid, and the memory goes with the last of them."""
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 from logmine.parsers.envelopes import TimeContext
 
-from logmine.ingest import ParsePlan, parse_batches, parse_in_worker
+from logmine.ingest import WORKER_MIN_BYTES, ParsePlan, parse_batches, parse_in_worker
 from logmine.shared_batches import SharedSlots
 from logmine.sources import describe
 
@@ -48,3 +53,39 @@ def test_the_worker_sends_what_parse_batches_makes(tmp_path: Path) -> None:
             assert parsed.tables[name].equals(table), name
         through_worker += 1
     assert through_worker == len(in_process) > 1
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_killed_ingest_leaves_no_worker_and_no_shared_file(tmp_path: Path) -> None:
+    journal = tmp_path / "journal.txt"
+    with journal.open("w") as f:  # large enough for the worker process (WORKER_MIN_BYTES)
+        for i in range(WORKER_MIN_BYTES // 180 + 1000):
+            f.write(JOURNAL_LINE.format(s=i % 60, n=i) + "\n")
+    before = set(Path("/dev/shm").glob("logmine-batches-*"))
+    ingest = subprocess.Popen([sys.executable, "-m", "logmine", "ingest", str(journal), "--db",
+                               str(tmp_path / "t.duckdb"), "--json"], stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    workers: list[int] = []
+    while not workers and time.monotonic() < deadline and ingest.poll() is None:
+        time.sleep(0.1)
+        workers = [pid for pid in _children(ingest.pid) if "spawn_main" in Path(f"/proc/{pid}/cmdline").read_text()]
+    assert workers, "the worker process did not start"
+    ingest.send_signal(signal.SIGKILL)
+    ingest.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in workers):
+        time.sleep(0.2)
+    assert not any(Path(f"/proc/{pid}").exists() for pid in workers)
+    assert set(Path("/dev/shm").glob("logmine-batches-*")) <= before
