@@ -532,8 +532,8 @@ def _with_stats(table: pa.Table, stats: pa.StringArray) -> pa.Table:
     stats = pc.utf8_rtrim(pc.fill_null(stats, ""), characters=", ")
     pieces = StatsPieces.of(stats)
     found = pieces.keys(stats).dictionary_encode()
-    known = {key: i for i, key in enumerate(keys)}
-    index_of = np.array([known.get(k, len(keys)) for k in pc.utf8_trim_whitespace(found.dictionary).to_pylist()]
+    key_number = {key: i for i, key in enumerate(keys)}
+    index_of = np.array([key_number.get(k, len(keys)) for k in pc.utf8_trim_whitespace(found.dictionary).to_pylist()]
                         + [len(keys)])
     # Unknown keys, other graph labels and repeated columns need the `extra` map: leave them to Python.
     index = np.where(pieces.bad, len(keys), index_of[ints(found.indices, len(index_of) - 1)])
