@@ -6,8 +6,9 @@
 For each size it generates the journal once (seeded, cached in --workdir), then times
 `grep -c '' FILE` (a pure read), `grep -c 'Decode batch' FILE` (read + match), and
 `logmine ingest FILE --db TMP.duckdb --json` (fresh database each run). Wall time is measured
-around each child; peak RSS comes from os.wait4() on that child, i.e. the largest resident set
-among the child and the descendants it waited for (Linux reports KiB).
+around each child; peak RSS is the largest resident set of any one process of the child's tree: from
+GNU time or os.wait4() (the child and the descendants it waited for), and on Linux also from /proc
+samples of every descendant (logmine's parse worker is forked by a server nobody waits for).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,12 +73,58 @@ def _gnu_time_peak_kib(report: str) -> int | None:
     return None
 
 
+class TreePeak:
+    """The largest peak RSS (VmHWM) of any process under `pid`, sampled from /proc while it runs.
+
+    wait4() and GNU time only see descendants their child waited for; logmine's parse worker is a
+    child of a forkserver the main process never waits for.
+    """
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.peak_kib = pid, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.25):  # VmHWM only grows: sparse samples suffice
+            for pid in self._tree():
+                try:
+                    status = Path(f"/proc/{pid}/status").read_text()
+                except OSError:
+                    continue
+                for line in status.splitlines():
+                    if line.startswith("VmHWM:"):
+                        self.peak_kib = max(self.peak_kib, int(line.split()[1]))
+
+    def _tree(self) -> list[int]:
+        parents: dict[int, list[int]] = {}
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            parents.setdefault(ppid, []).append(int(stat.parent.name))
+        tree, todo = [], [self.pid]
+        while todo:
+            pid = todo.pop()
+            tree.append(pid)
+            todo += parents.get(pid, [])
+        return tree
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak_kib
+
+
 def measure(tool: str, argv: list[str], lines: int, size_bytes: int) -> Measurement:
     """Run argv to completion; wall time around the child, peak RSS of the child's process tree.
 
     Peak RSS comes from GNU `/usr/bin/time -v` when present (exact for the exec'd program);
     otherwise from os.wait4() on the child, which can never read below the size of the forked
-    Python interpreter image (~20 MB), so tiny programs like grep look bigger than they are.
+    Python interpreter image (~20 MB), so tiny programs like grep look bigger than they are. On
+    Linux, /proc is also sampled for processes neither of them sees (`TreePeak`); the larger wins.
     """
     use_time = os.access(GNU_TIME, os.X_OK)
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err, \
@@ -84,15 +132,17 @@ def measure(tool: str, argv: list[str], lines: int, size_bytes: int) -> Measurem
         cmd = [GNU_TIME, "-v", "-o", report.name, *argv] if use_time else argv
         started = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
+        tree = TreePeak(proc.pid) if sys.platform.startswith("linux") else None
         # reap it ourselves: wait4 returns this child's rusage, untouched by earlier children
         _, status, usage = os.wait4(proc.pid, 0)
+        tree_kib = tree.stop() if tree else 0
         seconds = time.perf_counter() - started
         proc.returncode = code = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read(), err.read()
         peak_kib = _gnu_time_peak_kib(report.read()) if use_time else None
-    peak_mb = peak_kib / 1024 if peak_kib is not None else _rss_mb(usage.ru_maxrss)
+    peak_mb = max(peak_kib / 1024 if peak_kib is not None else _rss_mb(usage.ru_maxrss), tree_kib / 1024)
     if code not in (0, 1):  # grep -c exits 1 when nothing matched
         sys.stderr.write(f"{tool} exited {code}: {stderr.strip()[-500:]}\n")
     return Measurement(tool, lines, size_bytes / 1e6, seconds, peak_mb, code, stdout)

@@ -1,11 +1,18 @@
 """`python -m logmine` and the `logmine` command.
 
-The command's entry point lives here, not in `cli`, so that importing it is cheap: a spawned parse
-worker re-imports the program's main module, and should not load the whole CLI to do so.
+The command's entry point lives here, not in `cli`, so that importing it is cheap: an ingest starts
+the parse worker's server first (`worker_process`), which then loads the parser while this process
+loads the CLI.
 """
+
+import sys
 
 
 def run() -> None:
+    if sys.argv[1:2] == ["ingest"]:
+        from .worker_process import start_early
+
+        start_early()
     from .cli import run as cli_run
 
     cli_run()

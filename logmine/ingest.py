@@ -57,6 +57,7 @@ from .store import (
     typed_table,
     upsert_source,
 )
+from .worker_process import worker_context
 
 BATCH_LINES = 50_000
 # Inputs this large are parsed in a worker process; smaller ones are not worth starting it.
@@ -242,7 +243,7 @@ def parse_in_worker(plan: ParsePlan) -> Iterator[Parsed]:
     through the queue. Both are bounded: the worker waits while the database falls behind, keeping
     memory flat.
     """
-    context = multiprocessing.get_context("spawn")
+    context = worker_context()
     queue = context.Queue(maxsize=WORKER_QUEUE)
     free = context.Queue()
     slots = SharedSlots.create(WORKER_QUEUE + 1)

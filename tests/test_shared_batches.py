@@ -67,6 +67,22 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def _parse_workers(pid: int) -> list[int]:
+    """Worker processes of the ingest `pid`: spawned children, or children of its forkserver."""
+    def cmdline(p: int) -> str:
+        try:
+            return Path(f"/proc/{p}/cmdline").read_text()
+        except OSError:
+            return ""
+    workers = []
+    for child in _children(pid):
+        if "spawn_main" in cmdline(child):
+            workers.append(child)
+        elif "forkserver" in cmdline(child):
+            workers += _children(child)
+    return workers
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_a_killed_ingest_leaves_no_worker_and_no_shared_file(tmp_path: Path) -> None:
     journal = tmp_path / "journal.txt"
@@ -80,7 +96,7 @@ def test_a_killed_ingest_leaves_no_worker_and_no_shared_file(tmp_path: Path) -> 
     workers: list[int] = []
     while not workers and time.monotonic() < deadline and ingest.poll() is None:
         time.sleep(0.1)
-        workers = [pid for pid in _children(ingest.pid) if "spawn_main" in Path(f"/proc/{pid}/cmdline").read_text()]
+        workers = _parse_workers(ingest.pid)
     assert workers, "the worker process did not start"
     ingest.send_signal(signal.SIGKILL)
     ingest.wait()
