@@ -36,8 +36,15 @@ def run(con: duckdb.DuckDBPyConnection, statement: str, params: list | dict | No
 
 
 def create_table(con: duckdb.DuckDBPyConnection, name: str, columns: Mapping[str, str]) -> None:
+    """Create the table if missing; an existing one must have these columns in this order, since
+    appends and inserts fill columns by position."""
     body = ", ".join(f'"{col}" {typ}' for col, typ in columns.items())
     run(con, f'CREATE TABLE IF NOT EXISTS "{name}" ({body})')
+    found = [r[0] for r in run(con, "SELECT column_name FROM information_schema.columns WHERE table_name = ? "
+                                    "AND table_schema = current_schema() ORDER BY ordinal_position", [name])]
+    if found != list(columns):
+        raise duckdb.CatalogException(f"table {name} was made by another logmine version (its columns differ); "
+                                      "ingest into a new database")
 
 
 def ensure_tables(con: duckdb.DuckDBPyConnection, tables: Mapping[str, Mapping[str, str]]) -> None:

@@ -28,8 +28,7 @@ def ints(values: pa.Array, null: int = -1) -> np.ndarray:
 
 def has_byte(values: pa.StringArray, byte: int) -> bool:
     """Does any string of `values` contain this byte? (one memchr-speed pass over the data buffer)"""
-    data = values.buffers()[2]
-    return data is not None and bool(np.any(np.frombuffer(data, dtype=np.uint8) == byte))
+    return bool(np.any(data_bytes(values) == byte))
 
 
 def offsets(values: pa.StringArray) -> np.ndarray:

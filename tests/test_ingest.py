@@ -174,3 +174,17 @@ def test_a_failing_ingest_leaves_the_database_as_it_was(tmp_path: Path) -> None:
     con = duckdb.connect(str(db), read_only=True)
     assert con.execute("SELECT count(*) FROM lines").fetchone()[0] == 1
     assert con.execute("SELECT count(*) FROM sources").fetchone()[0] == 1
+
+
+def test_a_database_with_other_columns_is_refused_in_one_line(tmp_path: Path) -> None:
+    db = tmp_path / "t.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE lines (line_no BIGINT, source_id INTEGER)")
+    con.close()
+    log = tmp_path / "a.log"
+    log.write_text(MESSAGES[0] + "\n")
+    result = run_cli("ingest", str(log), "--db", str(db))
+    assert result.returncode != 0
+    assert result.stderr.decode().strip() == (
+        "logmine: database error: table lines was made by another logmine version (its columns differ); "
+        "ingest into a new database")
