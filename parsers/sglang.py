@@ -33,7 +33,9 @@ RANK_TAG = re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP)(\d+)")
 RANK_COLUMNS = {"DP": "dp", "PP": "pp", "ATTN_CP": "attn_cp", "MOE_DP": "moe_dp", "TP": "tp", "EP": "ep"}
 # Where a `\r`-joined progress bar hides an SGLang line, the line starts at a dated bracket.
 EMBEDDED_PREFIX = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{3})?(?: [A-Z_]+\d+)*\] ")
-PROGRESS = re.compile(r"(?P<desc>[^|\r]*?):?\s*(?P<pct>\d{1,3})%\|")
+# A progress bar's percentage, `45%|`; its description is the text before it, back to a `|` or `\r`.
+PERCENT_BAR = re.compile(r"\d{1,3}%\|")
+WORD = re.compile(r"\w+")
 JOURNAL_MARKER = re.compile(r"-- (?:Boot \w+|Reboot|Logs begin at .*|Journal begins at .*|No entries) --$")
 BLOB = re.compile(r"\[(?P<size>[\d.]+[KMG]?B?) blob data\]$")
 HEAD_CHARS = 4
@@ -482,7 +484,8 @@ def records_table(records: list[dict[str, object]]) -> pa.Table:
     return pa.Table.from_pylist(records, schema=schema)
 
 
-STATS_PAIR = re.compile(r"([^,:]+): ([^,]*(?:, (?![^,:]+: )[^,]*)*)")
+# A key starts only where a run of key characters does, which keeps the search linear in the text.
+STATS_PAIR = re.compile(r"(?<![^,:])([^,:]+): ([^,]*(?:, (?![^,:]+: )[^,]*)*)")
 STATS_EXTRA = pa.map_(pa.string(), pa.string())
 
 
@@ -627,7 +630,7 @@ class StatsPieces:
         else:
             colon = np.full(len(start), -1, dtype=np.int64)
             piece, pos = piece_of(colons, 2)
-            head = np.r_[True, piece[1:] != piece[:-1]]
+            head = np.r_[True, piece[1:] != piece[:-1]][:len(piece)]  # the first `: ` of each piece
             colon[piece[head]] = pos[head]
         bad = colon < 0
         piece, _ = piece_of(lone_commas)
@@ -671,20 +674,48 @@ def split_carriage_returns(message: str) -> tuple[str, str | None]:
     abort = last.find("terminate called after throwing")
     if abort >= 0:
         return last[abort:], None
-    progress = PROGRESS.search(last)
-    return last, (progress["desc"].strip() if progress else last[:60])
+    return last, progress_description(last)
+
+
+def progress_description(text: str) -> str:
+    """`Loading safetensors: 45%|███` -> `Loading safetensors`; the text's first 60 characters when no bar.
+
+    Found without a backtracking regex: one that looked back from the percentage took time quadratic in
+    the length of a line without a bar.
+    """
+    bar = PERCENT_BAR.search(text)
+    if not bar:
+        return text[:60]
+    head = text[:bar.start()].rstrip().removesuffix(":")
+    return head[max(head.rfind("|"), head.rfind("\r")) + 1:].strip()
 
 
 # ---------------------------------------------------------------- tracebacks
 
-TRACEBACK_START = re.compile(formats.TRACEBACK_START)
 CXX_ABORT_START = re.compile(formats.CXX_ABORT_START)
 FATAL_START = re.compile(formats.FATAL_START)
 
 
+def opens_traceback(text: str) -> bool:
+    return formats.TRACEBACK_HEADER in text
+
+
+def traceback_origin(text: str) -> str | None:
+    """`Scheduler` in `Scheduler hit an exception: Traceback (most recent call last):`, else None.
+
+    The word is read backwards from the header: a regex searching for it took time quadratic in the
+    length of a long run of word characters.
+    """
+    before = text[:text.find(formats.TRACEBACK_HEADER)]
+    if not before.endswith(formats.TRACEBACK_ORIGIN_SUFFIX):
+        return None
+    word = WORD.match(before[:-len(formats.TRACEBACK_ORIGIN_SUFFIX)][::-1])
+    return word[0][::-1] if word else None
+
+
 def could_start_error(body: str) -> bool:
     """Whether a line opens a Python traceback, a C++ abort or a faulthandler dump."""
-    return bool(TRACEBACK_START.search(body) or CXX_ABORT_START.match(body) or FATAL_START.match(body))
+    return bool(opens_traceback(body) or CXX_ABORT_START.match(body) or FATAL_START.match(body))
 EXCEPTION_LINE = re.compile(r"(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure)|"
                             r"[a-z_][\w]*\.[\w.]*[A-Z]\w*)(?:: (?P<message>.*))?$")
 OOM = re.compile(formats.OOM_TEXT, re.IGNORECASE)
@@ -764,21 +795,21 @@ class TracebackAssembler:
 
         `context` gives the common columns of the line (only asked for when an error opens).
         """
-        m = TRACEBACK_START.search(body)
-        is_abort = False
-        if not m:
+        if opens_traceback(body):
+            origin, is_abort = traceback_origin(body), False
+        else:
             m = CXX_ABORT_START.match(body) or FATAL_START.match(body)
-            is_abort = True
-        if not m:
-            return False
-        err = OpenError(line_no, m["origin"], context(), is_abort=is_abort, lines=[body], last_line_no=line_no,
+            if not m:
+                return False
+            origin, is_abort = m["origin"], True
+        err = OpenError(line_no, origin, context(), is_abort=is_abort, lines=[body], last_line_no=line_no,
                         last_shape="abort" if is_abort else "header")
         self.open.append(err)
         return True
 
     def feed(self, line: str, line_no: int) -> OpenError | None:
         """Offer an unprefixed line; returns the error it joined, or None when it belongs to none."""
-        if not self.open or TRACEBACK_START.search(line) or CXX_ABORT_START.match(line):
+        if not self.open or opens_traceback(line) or CXX_ABORT_START.match(line):
             return None  # a new traceback or abort begins; the caller opens it
         shape = line_shape(line)
         err = self._owner(shape)

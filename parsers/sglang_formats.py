@@ -428,7 +428,9 @@ FOREIGN = (
 ALL_PATTERNS: tuple[Pattern, ...] = STARTUP + STATS + HTTP + SHUTDOWN + SYSTEMD + FOREIGN
 
 # ---------------------------------------------------------------- tracebacks and aborts (§5)
-TRACEBACK_START = r"(?:(?P<origin>\w+) hit an exception: )?Traceback \(most recent call last\):"
+# A traceback opens with this header, after `<origin> hit an exception: ` when SGLang reports it.
+TRACEBACK_HEADER = "Traceback (most recent call last):"
+TRACEBACK_ORIGIN_SUFFIX = " hit an exception: "
 CXX_ABORT_START = r"terminate called after throwing an instance of '(?P<origin>[^']+)'"
 FATAL_START = r"Fatal Python error: (?P<origin>.+)"
 OOM_TEXT = r"out of memory|OutOfMemoryError"

@@ -122,6 +122,29 @@ def test_invalid_utf8_and_huge_lines_are_kept(tmp_path: Path) -> None:
     assert "\\xe9" in con.execute("SELECT message FROM lines WHERE line_no = 1").fetchone()[0]
 
 
+def test_long_lines_that_would_make_a_backtracking_regex_crawl(tmp_path: Path) -> None:
+    # Each of these took minutes (quadratic regex searches) or raised, before; now the file takes a second.
+    n = 250_000
+    bodies = [
+        "a" * n,  # a run of word characters, searched for a traceback origin
+        "Loading: " + "7" * n + " 45%|##",  # a progress bar after a long run
+        "[2026-03-01 08:19:00 TP0] Decode batch, #" + "7" * n,  # batch statistics without a `: `
+        "[2026-03-01 08:19:00 TP0] Decode batch, #running-req: 3, note: " + "x, " * (n // 3),
+        "Traceback (most recent call last):",
+        '  File "' + "a." * (n // 2),  # inside an open traceback, offered to the line-shape tests
+        "w" * n + " hit an exception: Traceback (most recent call last):",
+    ]
+    log = tmp_path / "server.log"
+    log.write_text("".join(f"{body}\n" for body in bodies))
+    report, con = ingest(tmp_path, [log])
+    assert report["lines_read"] == len(bodies)
+    assert con.execute("SELECT count(*), sum(length(message)) FROM lines").fetchone() == (
+        len(bodies), sum(len(b) for b in bodies))
+    assert con.execute("SELECT running_req, length(extra['note']) FROM decode_batches ORDER BY line_no").fetchall() \
+        == [(None, None), (3, 3 * (n // 3) - 2)]
+    assert con.execute("SELECT origin FROM errors ORDER BY first_line_no").fetchall() == [(None,), ("w" * n,)]
+
+
 def test_empty_file_is_fine(tmp_path: Path) -> None:
     (tmp_path / "empty.log").write_text("")
     report, _ = ingest(tmp_path, [tmp_path / "empty.log"])
