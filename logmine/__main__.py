@@ -7,8 +7,11 @@ loads the CLI.
 
 import sys
 
+from .process_tuning import single_threaded_blas
+
 
 def run() -> None:
+    single_threaded_blas()
     if sys.argv[1:2] == ["ingest"]:
         from .worker_process import start_early
 

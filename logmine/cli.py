@@ -9,8 +9,8 @@ import click
 import duckdb
 
 from . import api, named_queries
-from .allocator import reuse_freed_memory
 from .parsers.envelopes import FORMATS as ENVELOPES
+from .process_tuning import tune_for_ingest
 from .render import FORMATS as OUTPUT_FORMATS
 from .render import render
 from .sources import InputError
@@ -34,7 +34,7 @@ def main() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None, as_json: bool) -> None:
     """Ingest SGLang logs/journals and agent transcripts (files, directories, or - for stdin)."""
-    reuse_freed_memory()
+    tune_for_ingest()
     with api.progress_bar(enabled=not as_json) as progress:
         try:
             report = api.ingest(list(paths), db=db, envelope=envelope, tz=tz, progress=progress)

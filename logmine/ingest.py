@@ -26,11 +26,11 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .allocator import reuse_freed_memory
 from .parsers.envelopes import FORMATS, TimeContext, detect_format, infer_context
 from .parsers.events import COMMON_COLUMNS, EVENT_TABLES
 from .parsers.log_lines import LINE_COLUMNS, ColumnBatch, LineParser, table_columns
 from .parsers.sglang import expand_stats
+from .process_tuning import tune_for_ingest
 from .shared_batches import SharedSlots
 from .sources import (
     BLOCK_BYTES,
@@ -275,7 +275,7 @@ def parse_in_worker(plan: ParsePlan) -> Iterator[Parsed]:
 def _parse_worker(plan: ParsePlan, queue: multiprocessing.Queue, slots: SharedSlots | None,
                   free: multiprocessing.Queue) -> None:
     """Parse and send batches; give up if the main process dies (killed), since nobody would read them."""
-    reuse_freed_memory()
+    tune_for_ingest()
     if slots:
         slots.attach()
         slots.remove()  # both processes have it mapped: a killed ingest leaves no file behind
