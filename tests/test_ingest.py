@@ -9,10 +9,14 @@ import sys
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 import pytest
 import zstandard
+from logmine.parsers.log_lines import LINE_COLUMNS, table_columns
 
 from logmine import api
+from logmine.ingest import BatchAppender, SourceReport
+from logmine.store import ensure_tables, typed_table
 
 MESSAGES = [
     "[2026-03-01 23:45:58 TP0] Load weight begin. avail mem=78.64 GB",
@@ -211,3 +215,24 @@ def test_a_database_with_other_columns_is_refused_in_one_line(tmp_path: Path) ->
     assert result.stderr.decode().strip() == (
         "logmine: database error: table lines was made by another logmine version (its columns differ); "
         "ingest into a new database")
+
+
+def test_rare_rows_held_back_reach_their_table_in_order() -> None:
+    con = duckdb.connect(":memory:")
+    ensure_tables(con, {name: table_columns(name) for name in ("lines", "capacity")})
+    appender, report = BatchAppender(con), SourceReport("x", 1, "new")
+    for first in range(1, 1 + 3 * 600, 600):  # three batches of 600 lines, each with one capacity line
+        lines = typed_table(pa.table({"source_id": [1] * 600, "line_no": list(range(first, first + 600)),
+                                      "kind": ["capacity"] + [None] * 599}), LINE_COLUMNS)
+        # The second batch's token count is text that did not cast: a piece with another schema.
+        tokens = pa.array(["oops" if first == 601 else str(first)])
+        capacity = typed_table(pa.table({"source_id": [1], "line_no": [first], "max_total_num_tokens": tokens}),
+                               table_columns("capacity"))
+        appender.add({"lines": lines, "capacity": capacity}, report)
+    assert con.execute("SELECT count(*) FROM lines").fetchall()[0][0] == 1200  # once 1000 rows had gathered
+    assert con.execute("SELECT count(*) FROM capacity").fetchall()[0][0] == 0
+    appender.close()
+    assert con.execute("SELECT count(*) FROM lines").fetchall()[0][0] == 1800
+    assert con.execute("SELECT line_no, max_total_num_tokens FROM capacity").fetchall() == [
+        (1, 1), (601, None), (1201, 1201)]
+    assert (report.lines_read, report.lines_typed, report.by_kind) == (1800, 3, {"capacity": 3})

@@ -2,19 +2,30 @@
 
 from __future__ import annotations
 
+import importlib.util
+import io
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 import pytest
 from logmine.parsers.envelopes import TimeContext
 
+from logmine import api
+from logmine import ingest as ingest_module
 from logmine.ingest import WORKER_MIN_BYTES, ParsePlan, parse_batches, parse_in_worker
 from logmine.shared_batches import SharedSlots
 from logmine.sources import describe
+
+REPO = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("synth_journal", REPO / "bench" / "synth_journal.py")
+synth = importlib.util.module_from_spec(_spec)
+sys.modules["synth_journal"] = synth  # dataclasses look their module up here
+_spec.loader.exec_module(synth)
 
 JOURNAL_LINE = ("Mar 01 08:19:{s:02d} gpu-node-7 python3[266172]: [2026-03-01 08:19:{s:02d} TP0] Decode batch, "
                 "#running-req: 1, #token: {n}, token usage: 0.00, cuda graph: True, gen throughput (token/s): "
@@ -105,3 +116,21 @@ def test_a_killed_ingest_leaves_no_worker_and_no_shared_file(tmp_path: Path) -> 
         time.sleep(0.2)
     assert not any(Path(f"/proc/{pid}").exists() for pid in workers)
     assert set(Path("/dev/shm").glob("logmine-batches-*")) <= before
+
+
+def test_an_ingest_through_the_worker_stores_what_one_in_process_stores(tmp_path: Path, monkeypatch) -> None:
+    """The whole path, batches held across slots included: every table's rows, compared in line order."""
+    piece = io.StringIO()
+    synth.write_journal(piece, 20_000, 5)  # one server start each: rare events in every few batches
+    journal = tmp_path / "journal.txt"
+    journal.write_text(piece.getvalue() * (WORKER_MIN_BYTES // len(piece.getvalue()) + 1))
+    through_worker, in_process = tmp_path / "w.duckdb", tmp_path / "p.duckdb"
+    api.ingest([str(journal)], db=through_worker)
+    monkeypatch.setattr(ingest_module, "WORKER_MIN_BYTES", journal.stat().st_size + 1)
+    api.ingest([str(journal)], db=in_process)
+    tables = ingest_module.LOG_TABLES + ["runs"]
+    with duckdb.connect(str(through_worker), read_only=True) as a, duckdb.connect(str(in_process), read_only=True) as b:
+        for table in tables:
+            query = f"SELECT * EXCLUDE (source_id) FROM {table} ORDER BY ALL"
+            assert a.execute(query).fetchall() == b.execute(query).fetchall(), table
+        assert a.execute("SELECT count(*) FROM capacity").fetchall()[0][0] > 1
