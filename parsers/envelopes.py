@@ -17,7 +17,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .vector_columns import cut, flags, ints, patch
+from .vector_columns import bounded_ints, cut, flags, ints, patch
+
+MAX_UTC_OFFSET = timedelta(hours=14)  # the widest real one (UTC+14); beyond it two stamps just disagree
+PID_LIMIT = 1 << 31  # `pid` is an INTEGER column; a larger number in the brackets is no process id
 
 MONTHS = {m: i for i, m in enumerate(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), start=1)}
@@ -62,8 +65,12 @@ def _fraction(frac: str | None) -> str:
     return "." + frac[:6] if frac else ""
 
 
-def _local_from_epoch(seconds: float, ctx: TimeContext) -> str:
-    local = datetime.fromtimestamp(seconds, tz=timezone.utc) + ctx.utc_offset
+def _local_from_epoch(seconds: float, ctx: TimeContext) -> str | None:
+    """Local wall-clock text of a Unix time; None for one outside the years 1..9999 (a garbled stamp)."""
+    try:
+        local = datetime.fromtimestamp(seconds, tz=timezone.utc) + ctx.utc_offset
+    except (OverflowError, OSError, ValueError):
+        return None
     return local.replace(tzinfo=None).isoformat(sep=" ")
 
 
@@ -79,7 +86,7 @@ def _dated_time(m: re.Match[str], ctx: TimeContext) -> str:
     return f"{m['date']} {m['time']}{_fraction(m['frac'])}"
 
 
-def _epoch_time(m: re.Match[str], ctx: TimeContext) -> str:
+def _epoch_time(m: re.Match[str], ctx: TimeContext) -> str | None:
     return _local_from_epoch(float(m["epoch"] + "." + (m["frac"] or "0")), ctx)
 
 
@@ -96,7 +103,7 @@ def regex_reader(regex: re.Pattern[str], time_of: Callable[[re.Match[str], TimeC
         if not m:
             return Envelope(None, None, None, None, line)
         fields = m.groupdict()
-        return Envelope(time_of(m, ctx), fields.get("host"), fields.get("ident"), _int(fields.get("pid")),
+        return Envelope(time_of(m, ctx), fields.get("host"), fields.get("ident"), _int(fields.get("pid"), PID_LIMIT),
                         line[m.end():])
     return read
 
@@ -107,9 +114,22 @@ def read_plain(line: str, ctx: TimeContext) -> Envelope:
 
 def json_message(value: object) -> str:
     """journald stores non-printable messages (tqdm `\\r` bars) as an array of byte values."""
+    return json_text(value) or ""
+
+
+def json_text(value: object) -> str | None:
+    """A journal field as text: byte arrays decoded, other JSON values as written, lone surrogates
+    (which JSON allows and UTF-8 does not) escaped."""
+    if value is None:
+        return None
     if isinstance(value, list):
         return bytes(v & 0xFF for v in value if isinstance(v, int)).decode("utf-8", "backslashreplace")
-    return "" if value is None else str(value)
+    text = value if isinstance(value, str) else json.dumps(value)
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "backslashreplace").decode()
+    return text
 
 
 def read_json(line: str, ctx: TimeContext) -> Envelope:
@@ -120,12 +140,13 @@ def read_json(line: str, ctx: TimeContext) -> Envelope:
     if not isinstance(record, dict):
         return Envelope(None, None, None, None, line)
     ts = None
-    realtime = record.get("__REALTIME_TIMESTAMP")
-    if realtime:
-        ts = _local_from_epoch(int(realtime) / 1e6, ctx)
-    unit = record.get("UNIT") or record.get("_SYSTEMD_UNIT")
-    return Envelope(ts, record.get("_HOSTNAME"), record.get("SYSLOG_IDENTIFIER") or record.get("_COMM"),
-                    _int(record.get("_PID")), json_message(record.get("MESSAGE")), unit)
+    realtime = _int(record.get("__REALTIME_TIMESTAMP"))
+    if realtime is not None:
+        ts = _local_from_epoch(realtime / 1e6, ctx)
+    unit = json_text(record.get("UNIT") or record.get("_SYSTEMD_UNIT"))
+    ident = json_text(record.get("SYSLOG_IDENTIFIER") or record.get("_COMM"))
+    return Envelope(ts, json_text(record.get("_HOSTNAME")), ident, _int(record.get("_PID"), PID_LIMIT),
+                    json_message(record.get("MESSAGE")), unit)
 
 
 READERS: dict[str, Callable[[str, TimeContext], Envelope]] = {
@@ -225,8 +246,7 @@ def _read_short_block(lines: pa.StringArray, ctx: TimeContext, ascii_rows: np.nd
         pc.replace_substring(g["day"], " ", "0"), " ", g["time"], frac, "")
     matched = pa.array(valid)
     none = pa.scalar(None, pa.string())
-    has_pid = pc.and_(matched, pc.not_equal(g["pid"], ""))
-    pid = pc.cast(pc.if_else(has_pid, g["pid"], none), pa.int64())
+    pid = pc.if_else(matched, bounded_ints(g["pid"], PID_LIMIT), pa.scalar(None, pa.int64()))
     return Envelopes(pc.if_else(matched, ts, none), pc.if_else(matched, g["host"], none),
                      pc.if_else(matched, g["ident"], none), pid, pa.nulls(len(lines), pa.string()),
                      cut(lines, head_len))
@@ -245,11 +265,13 @@ def _years(month: np.ndarray, valid: np.ndarray, ctx: TimeContext) -> np.ndarray
     return year
 
 
-def _int(value: object) -> int | None:
+def _int(value: object, limit: int = 1 << 63) -> int | None:
+    """An integer field; None when it is not one, or is `limit` or more (garbled, not a value)."""
     try:
-        return int(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+        number = int(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
         return None
+    return number if -limit <= number < limit else None
 
 
 def detect_format(sample: Iterable[str]) -> str:
@@ -284,8 +306,9 @@ def infer_context(fmt: str, sample: Iterable[str], fallback_year: int) -> TimeCo
             continue
         if fmt == "journal-unix":
             u = UNIX.match(line)
-            if u:
-                ctx.utc_offset = _round_offset(m["date"], m["time"], float(u["epoch"]))
+            offset = _round_offset(m["date"], m["time"], float(u["epoch"])) if u else None
+            if offset is not None:
+                ctx.utc_offset = offset
                 return ctx
             continue
         ctx.year = int(m["date"][:4])
@@ -302,14 +325,22 @@ def _offset_from_json(line: str) -> timedelta | None:
         record = json.loads(line)
     except ValueError:
         return None
-    m = SGLANG_DATE.search(json_message(record.get("MESSAGE")))
-    if not m or not record.get("__REALTIME_TIMESTAMP"):
+    if not isinstance(record, dict):
         return None
-    return _round_offset(m["date"], m["time"], int(record["__REALTIME_TIMESTAMP"]) / 1e6)
+    m = SGLANG_DATE.search(json_message(record.get("MESSAGE")))
+    realtime = _int(record.get("__REALTIME_TIMESTAMP"))
+    if not m or not realtime:
+        return None
+    return _round_offset(m["date"], m["time"], realtime / 1e6)
 
 
-def _round_offset(date: str, time: str, epoch: float) -> timedelta:
-    local = datetime.fromisoformat(f"{date} {time}")
-    utc = datetime.fromtimestamp(epoch, tz=timezone.utc).replace(tzinfo=None)
-    quarter_hours = round((local - utc).total_seconds() / 900)
-    return timedelta(seconds=quarter_hours * 900)
+def _round_offset(date: str, time: str, epoch: float) -> timedelta | None:
+    """The UTC offset, to a quarter hour, between a local time and the Unix time of the same moment;
+    None when either is no valid time (a garbled line)."""
+    try:
+        local = datetime.fromisoformat(f"{date} {time}")
+        utc = datetime.fromtimestamp(epoch, tz=timezone.utc).replace(tzinfo=None)
+    except (ValueError, OverflowError, OSError):
+        return None
+    offset = timedelta(seconds=round((local - utc).total_seconds() / 900) * 900)
+    return offset if abs(offset) <= MAX_UTC_OFFSET else None

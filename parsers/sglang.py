@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import sglang_formats as formats
-from .vector_columns import cut, data_bytes, flags, ints, offsets, patch, spans
+from .vector_columns import bounded_ints, cut, data_bytes, flags, ints, offsets, patch, spans
 
 PREFIX = re.compile(
     r"\[(?:(?P<date>\d{4}-\d\d-\d\d) )?(?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<ms>\d{3}))?"
@@ -31,6 +31,7 @@ BARE_UVICORN = re.compile(r"(?P<uvlevel>INFO|WARNING|ERROR|DEBUG|CRITICAL):\s{2,
 RAY_PREFIX = re.compile(r"\((?:\w+) pid=\d+(?:, ip=[\d.]+)?\) ")
 RANK_TAG = re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP)(\d+)")
 RANK_COLUMNS = {"DP": "dp", "PP": "pp", "ATTN_CP": "attn_cp", "MOE_DP": "moe_dp", "TP": "tp", "EP": "ep"}
+RANK_MAX = 32767
 # Where a `\r`-joined progress bar hides an SGLang line, the line starts at a dated bracket.
 EMBEDDED_PREFIX = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{3})?(?: [A-Z_]+\d+)*\] ")
 # A progress bar's percentage, `45%|`; its description is the text before it, back to a `|` or `\r`.
@@ -65,7 +66,7 @@ def parse_prefix(message: str) -> tuple[Prefix | None, str]:
     m = PREFIX.match(message)
     if not m:
         return None, message
-    ranks = {RANK_COLUMNS[tag]: int(n) for tag, n in RANK_TAG.findall(m["ranks"])} if m["ranks"] else {}
+    ranks = _ranks_of(m["ranks"]) if m["ranks"] else {}
     prefix = Prefix(m["date"], m["time"], m["ms"], ranks, m["level"] or m["uvlevel"], m["logger"])
     return prefix, message[m.end():]
 
@@ -188,8 +189,9 @@ MS_SEPARATORS = pa.array([b".", b","])
 
 
 def _ranks_of(tags: str) -> dict[str, int]:
-    """Rank tags as columns (a repeated tag keeps its last value)."""
-    return {RANK_COLUMNS[tag]: int(n) for tag, n in RANK_TAG.findall(tags)}
+    """Rank tags as columns (a repeated tag keeps its last value; a number too large for the SMALLINT
+    rank columns is no rank, and is left out)."""
+    return {RANK_COLUMNS[tag]: int(n) for tag, n in RANK_TAG.findall(tags) if len(n) <= 5 and int(n) <= RANK_MAX}
 
 
 def _regex_prefixes(messages: pa.StringArray, rows: np.ndarray, prefixed: np.ndarray, cols: dict[str, pa.Array],
@@ -222,8 +224,7 @@ def _rank_columns(ranks: pa.StringArray) -> dict[str, pa.Int64Array]:
             out[column] = pa.nulls(len(ranks), pa.int64())
             continue
         value = pc.extract_regex(ranks, rf"^.* {tag}(?P<n>\d+)").field("n")
-        out[column] = pc.if_else(has, pc.cast(pc.if_else(has, value, "0"), pa.int64()),
-                                 pa.scalar(None, pa.int64()))
+        out[column] = pc.if_else(has, bounded_ints(value, RANK_MAX + 1), pa.scalar(None, pa.int64()))
     return out
 
 
@@ -495,19 +496,28 @@ def parse_stats(text: str) -> dict[str, object]:
     A value runs to the next `, key: `, so v0.4.9 hybrid values such as `full=35, swa=35` stay whole.
     """
     fields: dict[str, object] = {}
-    extra: list[tuple[str, str]] = []
+    extra: dict[str, str] = {}
     known = formats.STATS_KEYS
+
+    def keep(key: str, value: str) -> None:
+        # A map holds a key once: a repeated one is kept as `key (2)`, `key (3)`, ...
+        n, unique = 1, key
+        while unique in extra:
+            n += 1
+            unique = f"{key} ({n})"
+        extra[unique] = value
+
     for key, value in STATS_PAIR.findall(text.rstrip(", ")):
         key = key.strip()
         column = known.get(key)
         if column is None or column in fields or "=" in value:
-            extra.append((key, value.strip()))
+            keep(key, value.strip())
         else:
             fields[column] = value.rstrip("% ")
             if column == "graph" and key != "cuda graph":
-                extra.append(("graph_label", key))
+                keep("graph_label", key)
     if extra:
-        fields["extra"] = extra
+        fields["extra"] = list(extra.items())
     return fields
 
 
@@ -716,8 +726,28 @@ def traceback_origin(text: str) -> str | None:
 def could_start_error(body: str) -> bool:
     """Whether a line opens a Python traceback, a C++ abort or a faulthandler dump."""
     return bool(opens_traceback(body) or CXX_ABORT_START.match(body) or FATAL_START.match(body))
-EXCEPTION_LINE = re.compile(r"(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure)|"
-                            r"[a-z_][\w]*\.[\w.]*[A-Z]\w*)(?:: (?P<message>.*))?$")
+EXCEPTION_SUFFIXES = ("Error", "Exception", "Exit", "Interrupt", "Warning", "Failure")
+DOTTED_NAME = re.compile(r"[\w.]+")
+UPPERCASE = re.compile(r"[A-Z]")
+
+
+def exception_line(text: str) -> tuple[str, str | None] | None:
+    """(type, message) of `ValueError: bad value` or `torch.OutOfMemoryError`, else None.
+
+    The type is a name ending in Error, Exception, ... or a dotted name whose last part has a capital.
+    Read without a backtracking regex, which took time quadratic in the length of a long dotted name.
+    """
+    name = DOTTED_NAME.match(text)
+    if not name or not (name.end() == len(text) or text.startswith(": ", name.end())):
+        return None
+    kind = name[0]
+    first = kind[0]
+    named = (first == "_" or first.isascii() and first.isalpha()) and \
+        any(kind.endswith(s) and len(kind) > len(s) for s in EXCEPTION_SUFFIXES)
+    dotted = (first == "_" or "a" <= first <= "z") and "." in kind and UPPERCASE.search(kind.rsplit(".", 1)[1])
+    if not (named or dotted):
+        return None
+    return kind, text[name.end() + 2:] if name.end() < len(text) else None
 OOM = re.compile(formats.OOM_TEXT, re.IGNORECASE)
 HOST_MEMORY = re.compile(formats.HOST_MEMORY_TEXT)
 MAX_TRACEBACK_LINES = 5000
@@ -756,7 +786,7 @@ def line_shape(line: str) -> str:
         return "fatal"
     if line.startswith(("Thread 0x", "Current thread 0x")):
         return "thread"
-    if EXCEPTION_LINE.match(stripped):
+    if exception_line(stripped):
         return "exception"
     return "other"
 
@@ -819,9 +849,9 @@ class TracebackAssembler:
         err.last_line_no = line_no
         err.idle = 0
         if shape == "exception" and err.last_shape in ("file", "code", "header", "restart", "other"):
-            m = EXCEPTION_LINE.match(line.strip())
-            if m:
-                err.exception_type, err.exception_message = m["type"], m["message"]
+            found = exception_line(line.strip())
+            if found:
+                err.exception_type, err.exception_message = found
         elif shape in ("other", "abort") and err.is_abort and err.exception_message is None:
             err.exception_message = line.strip().removeprefix("what():").strip()
         err.last_shape = shape if shape != "restart" else "restart"

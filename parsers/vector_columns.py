@@ -78,3 +78,13 @@ def cut(values: pa.StringArray, starts: np.ndarray, stops: np.ndarray | None = N
     stop = end if stops is None else np.minimum(begin + stops, end)
     start = np.minimum(begin + starts, stop)
     return spans(values, start, stop, flags(pc.is_valid(values)) if values.null_count else None)
+
+
+def bounded_ints(digits: pa.StringArray, limit: int) -> pa.Int64Array:
+    """Texts of digits as integers; null where empty or null, and from `limit` up (a garbled number, such
+    as a PID too long for any process, is no value, and would not fit its column)."""
+    # ASCII: Python's `\d` also matches other scripts' digits, which Arrow does not read.
+    fits = pc.and_(pc.less_equal(pc.binary_length(digits), len(str(limit))), pc.not_equal(digits, ""))
+    fits = pc.and_(fits, pc.string_is_ascii(digits))
+    numbers = pc.cast(pc.if_else(fits, digits, pa.scalar(None, pa.string())), pa.int64())
+    return pc.if_else(pc.less(numbers, limit), numbers, pa.scalar(None, pa.int64()))

@@ -236,3 +236,38 @@ def test_rare_rows_held_back_reach_their_table_in_order() -> None:
     assert con.execute("SELECT line_no, max_total_num_tokens FROM capacity").fetchall() == [
         (1, 1), (601, None), (1201, 1201)]
     assert (report.lines_read, report.lines_typed, report.by_kind) == (1800, 3, {"capacity": 3})
+
+
+GARBLED = {  # each raised, or failed the whole ingest, before; found by fuzzing
+    "rank too large": b"[2026-03-01 22:41:18 TP99999999999999999999] x\n",
+    "repeated stats keys":
+        b"[2026-03-01 22:41:18 TP0] Decode batch, #running-req: 1, b: 1, b: 2, #token: 3, #token: 4\n",
+    "unix time past 9999":
+        b"1772404870.2 h python3[5]: [2026-03-01 22:41:18] x\n" + b"9" * 30 + b".5 h python3[5]: x\n",
+    "unix time far from the line's own": b"99999999999 h p: [2026-03-01 22:41:18] x\n1000000000 h p: x\n",
+    "pid too large":
+        b"Mar 01 08:00:00 h python3[99999999999999999999999]: x\nMar 01 08:00:00 h python3[15951644100]: x\n",
+    "pid in other digits": "Mar 01 22:41:10 h p[\u0661\u0662]: x\n".encode(),
+    "json fields of other types":
+        b'{"_HOSTNAME": 5, "SYSLOG_IDENTIFIER": 7, "UNIT": ["a"], "_PID": 1e400, "MESSAGE": "x"}\n',
+    "json times that are no times":
+        b'{"__REALTIME_TIMESTAMP": "abc", "MESSAGE": "x"}\n'
+        b'{"__REALTIME_TIMESTAMP": "99999999999999999999999", "MESSAGE": "[2026-03-01 22:41:18] x"}\n'
+        b'{"__REALTIME_TIMESTAMP": "1.5", "MESSAGE": "[2026-13-01 22:41:18] x"}\n',
+    "json lone surrogate": b'{"MESSAGE": "\\ud800"}\n',
+}
+
+
+@pytest.mark.parametrize("name", GARBLED)
+def test_garbled_lines_are_stored_not_raised(tmp_path: Path, name: str) -> None:
+    log = tmp_path / "garbled.log"
+    log.write_bytes(GARBLED[name])
+    report, con = ingest(tmp_path, [log])
+    n = GARBLED[name].count(b"\n")
+    assert report["lines_read"] == n
+    assert con.execute("SELECT count(*) FROM lines").fetchall()[0][0] == n
+    if name == "repeated stats keys":
+        assert con.execute("SELECT running_req, tokens, extra FROM decode_batches").fetchall() == [
+            (1, 3, {"b": "1", "b (2)": "2", "#token": "4"})]
+    if name.startswith("pid") or name.startswith("rank"):
+        assert con.execute("SELECT pid, tp FROM lines").fetchall() == [(None, None)] * n
