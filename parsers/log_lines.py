@@ -111,6 +111,8 @@ class LineParser:
             return
         ascii_rows = flags(pc.string_is_ascii(lines))
         env = read_envelopes(lines, self.envelope, self.time, ascii_rows)
+        if self.envelope == "journal-json":  # an ASCII record may decode to a message that is not (`\u00e9`)
+            ascii_rows = flags(pc.string_is_ascii(env.message))
         body_source, progress = _carriage_returns(env.message)
         pre = parse_prefixes(body_source, ascii_rows)
         ts, log_ts = self._times(env, pre)

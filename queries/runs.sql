@@ -90,8 +90,8 @@ SELECT
     r.end_detail,
     round(epoch(r.ready_at) - epoch(r.started_at), 2) AS load_seconds,
     round(coalesce(w.weights_elapsed_s, epoch(w.weights_end) - epoch(w.weights_begin)), 2) AS weights_seconds,
-    coalesce(k.ranks, json_extract(cfg.args, '$.tp_size')::INTEGER * json_extract(cfg.args, '$.pp_size')::INTEGER,
-             0) AS ranks,
+    coalesce(k.ranks, TRY_CAST(json_extract(cfg.args, '$.tp_size') AS INTEGER)
+                      * TRY_CAST(json_extract(cfg.args, '$.pp_size') AS INTEGER), 0) AS ranks,
     round(w.weights_gib, 2) AS weights_gib_per_rank,
     round(w.avail_after_gib, 2) AS avail_after_weights_gib,
     coalesce(kv.kv_tokens, c.max_total_num_tokens) AS kv_tokens,

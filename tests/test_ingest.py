@@ -255,6 +255,10 @@ GARBLED = {  # each raised, or failed the whole ingest, before; found by fuzzing
         b'{"__REALTIME_TIMESTAMP": "99999999999999999999999", "MESSAGE": "[2026-03-01 22:41:18] x"}\n'
         b'{"__REALTIME_TIMESTAMP": "1.5", "MESSAGE": "[2026-13-01 22:41:18] x"}\n',
     "json lone surrogate": b'{"MESSAGE": "\\ud800"}\n',
+    "json escapes that decode to other scripts":
+        b'{"MESSAGE": "[2026-03-01 22:41:18] a' + b"\\u00e9" * 10 + b'"}\n',
+    "server_args sizes that are no numbers":
+        b"[2026-03-01 22:41:18] server_args=ServerArgs(model_path='m', tp_size='', pp_size=Infinity)\n",
 }
 
 
@@ -271,3 +275,4 @@ def test_garbled_lines_are_stored_not_raised(tmp_path: Path, name: str) -> None:
             (1, 3, {"b": "1", "b (2)": "2", "#token": "4"})]
     if name.startswith("pid") or name.startswith("rank"):
         assert con.execute("SELECT pid, tp FROM lines").fetchall() == [(None, None)] * n
+    assert len(api.runs(con)) >= 1  # the named queries read what was stored
