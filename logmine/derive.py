@@ -8,16 +8,19 @@ tables, joined to `runs` on `source_id` and the line range.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 import duckdb
+import pyarrow as pa
 
 from .parsers.events import EVENT_TABLES
-from .store import create_table, run
+from .store import append, create_table, run, typed_table
 
 EVENT_TABLE_NAMES = [t.name for t in EVENT_TABLES]
 RUNS_COLUMNS = {
@@ -88,16 +91,35 @@ def rebuild_runs(con: duckdb.DuckDBPyConnection) -> None:
         create_table(con, name, columns)
     sources = [r[0] for r in run(con, "SELECT source_id FROM sources WHERE kind = 'log' ORDER BY source_id")]
     configs: dict[str, tuple[str, int]] = {}
+    all_runs, diffs = [], []
     for source_id in sources:
         runs = segment(con, source_id)
         rows = [describe_run(r, i + 1, i + 1 == len(runs)) for i, r in enumerate(runs)]
         attach_configs(con, source_id, rows, configs)
-        for row in rows:
-            run(con, f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join('?' for _ in row)})", list(row.values()))
-        insert_diffs(con, source_id, rows, configs)
-    for config_id, (args, n) in configs.items():
-        run(con, "INSERT INTO configs VALUES (?, ?, ?)", [config_id, args, n])
+        all_runs += rows
+        diffs += config_diffs(source_id, rows, configs)
+    insert_rows(con, "runs", RUNS_COLUMNS, all_runs)
+    insert_rows(con, "configs", CONFIG_COLUMNS,
+                [{"config_id": c, "args": args, "n_args": n} for c, (args, n) in configs.items()])
+    insert_rows(con, "config_diffs", DIFF_COLUMNS, diffs)
     create_run_views(con)
+
+
+def insert_rows(con: duckdb.DuckDBPyConnection, table: str, columns: dict[str, str], rows: list[dict]) -> None:
+    """Append rows (dicts keyed by column) in one go: a crash loop makes thousands of runs."""
+    if rows:
+        data = pa.table({name: _values(r.get(name) for r in rows) for name in columns})
+        append(con, table, typed_table(data, columns), columns)
+
+
+def _values(values: Iterable[object]) -> pa.Array:
+    """Python values as an Arrow array; as text when their types differ (DuckDB gives a timestamp before
+    year 1 as text), which `append` casts back."""
+    values = list(values)
+    try:
+        return pa.array(values)
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        return pa.array([None if v is None else str(v) for v in values], pa.string())
 
 
 RANK_KEY = ("dp", "pp", "attn_cp", "moe_dp", "tp", "ep")
@@ -162,14 +184,20 @@ def segment(con: duckdb.DuckDBPyConnection, source_id: int) -> list[Run]:
         while index + 1 < len(runs) and m.line_no >= runs[index + 1].first_line_no:
             index += 1
         runs[index].markers.append(m)
-    for r in runs:
-        rows = run(con, """SELECT pid, count(*) FROM lines WHERE source_id = ? AND line_no BETWEEN ? AND ?
-                           AND pid IS NOT NULL AND coalesce(ident, '') <> 'systemd' GROUP BY pid""",
-                   [source_id, r.first_line_no, r.last_line_no])
-        r.pids.update(dict(rows))
-        r.first_ts, r.last_ts = run(con, f"""SELECT min({OWN_TS}), max({OWN_TS}) FROM lines AS l
-                                             WHERE source_id = ? AND line_no BETWEEN ? AND ?""",
-                                    [source_id, r.first_line_no, r.last_line_no])[0]
+    # Each line's run is the last one starting at or before it: one grouped query for all runs, which a
+    # crash loop of thousands of restarts would otherwise pay per run.
+    in_runs = """FROM lines AS l ASOF JOIN (SELECT unnest($starts) AS first_line_no,
+                                                   generate_subscripts($starts, 1) - 1 AS run_index) AS s
+                     ON l.line_no >= s.first_line_no
+                 WHERE l.source_id = $source"""
+    bounds = {"source": source_id, "starts": [r.first_line_no for r in runs]}
+    for index, pid, n in run(con, f"""SELECT s.run_index, l.pid, count(*) {in_runs}
+                                      AND l.pid IS NOT NULL AND coalesce(l.ident, '') <> 'systemd' GROUP BY ALL""",
+                             bounds):
+        runs[index].pids[pid] = n
+    for index, first_ts, last_ts in run(con, f"SELECT s.run_index, min({OWN_TS}), max({OWN_TS}) {in_runs} GROUP BY ALL",
+                                        bounds):
+        runs[index].first_ts, runs[index].last_ts = first_ts, last_ts
     if len(runs) > 1 and not runs[0].markers and not runs[0].pids:
         # Lines before the first start (a journal header, a boot marker) belong to the first run.
         runs[1].first_line_no = runs[0].first_line_no
@@ -254,10 +282,12 @@ def attach_configs(con: duckdb.DuckDBPyConnection, source_id: int, rows: list[di
                    configs: dict[str, tuple[str, int]]) -> None:
     dumps = run(con, "SELECT line_no, args, n_args FROM server_args WHERE source_id = ? ORDER BY line_no",
                 [source_id])
+    lines = [d[0] for d in dumps]
     for row in rows:
-        dump = next((d for d in dumps if row["first_line_no"] <= d[0] <= row["last_line_no"]), None)
-        if dump is None:
+        first = bisect.bisect_left(lines, row["first_line_no"])  # the run's first dump
+        if first == len(dumps) or dumps[first][0] > row["last_line_no"]:
             continue
+        dump = dumps[first]
         canonical = json.dumps(json.loads(dump[1]), sort_keys=True)
         config_id = hashlib.sha1(canonical.encode()).hexdigest()[:12]
         configs.setdefault(config_id, (canonical, dump[2]))
@@ -274,15 +304,17 @@ def config_changes(old: dict, new: dict) -> dict[str, tuple[object, object]]:
     return changed
 
 
-def insert_diffs(con: duckdb.DuckDBPyConnection, source_id: int, rows: list[dict],
-                 configs: dict[str, tuple[str, int]]) -> None:
+def config_diffs(source_id: int, rows: list[dict], configs: dict[str, tuple[str, int]]) -> list[dict]:
+    """`config_diffs` rows: what changed from each run with a configuration to the next one."""
+    diffs = []
     with_config = [r for r in rows if r["config_id"]]
     for before, after in zip(with_config, with_config[1:], strict=False):
         old = json.loads(configs[before["config_id"]][0])
         new = json.loads(configs[after["config_id"]][0])
         for key, (a, b) in config_changes(old, new).items():
-            run(con, "INSERT INTO config_diffs VALUES (?, ?, ?, ?, ?, ?)",
-                [source_id, before["ordinal"], after["ordinal"], key, json.dumps(a), json.dumps(b)])
+            diffs.append({"source_id": source_id, "from_run": before["ordinal"], "to_run": after["ordinal"],
+                          "key": key, "old": json.dumps(a), "new": json.dumps(b)})
+    return diffs
 
 
 def _int_in(text: str | None) -> int | None:

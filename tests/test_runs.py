@@ -125,3 +125,28 @@ def test_plain_log_with_two_launches_is_two_runs(tmp_path) -> None:
         [1, 20080, "restarted"], [2, 25892, "restarted"], [3, 26000, "running"]]
     assert diff[["from_run", "to_run", "key", "old", "new"]].values.tolist() == [
         [1, 2, "mem_fraction_static", 0.8, 0.85]]
+
+
+def test_a_crash_loop_of_many_restarts_is_one_run_each(tmp_path) -> None:
+    """systemd restarting a failing server for hours: each start is a run with its own PID, times and
+    config, read in a few grouped queries rather than several per run."""
+    lines = []
+    for i in range(1500):
+        stamp, pid = f"Mar 01 {8 + i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d}", 1000 + i
+        lines += [
+            f"{stamp} node systemd[1]: Starting sglang.service - SGLang...",
+            f"{stamp} node python3[{pid}]: [2026-03-01 {stamp[7:]}] server_args=ServerArgs(model_path='m', "
+            f"mem_fraction_static=0.{80 + i % 2})",
+            f"{stamp} node systemd[1]: sglang.service: Main process exited, code=exited, status=1/FAILURE",
+        ]
+    log = tmp_path / "journal.txt"
+    log.write_text("\n".join(lines) + "\n")
+    api.ingest([str(log)], db=tmp_path / "t.duckdb")
+    with api.open_db(tmp_path / "t.duckdb") as con:
+        runs = api.runs(con)
+        diff = api.query(con, "config-diff")
+    assert len(runs) == 1500
+    assert runs["pid"].tolist() == list(range(1000, 2500))
+    assert runs["end_reason"].unique().tolist() == ["failed"]
+    assert str(runs["started_at"].iloc[-1]) == "2026-03-01 08:24:59"
+    assert len(diff) == 1499 and diff["key"].unique().tolist() == ["mem_fraction_static"]
