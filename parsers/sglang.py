@@ -9,6 +9,7 @@ of tracebacks and C++ aborts into one error, even when two ranks' tracebacks int
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from re import _parser as re_parser
@@ -488,6 +489,7 @@ def records_table(records: list[dict[str, object]]) -> pa.Table:
 # A key starts only where a run of key characters does, which keeps the search linear in the text.
 STATS_PAIR = re.compile(r"(?<![^,:])([^,:]+): ([^,]*(?:, (?![^,:]+: )[^,]*)*)")
 STATS_EXTRA = pa.map_(pa.string(), pa.string())
+TRIM_PASSES = 8  # trailing `%`/spaces trimmed by position; a longer run goes through parse_stats
 
 
 def parse_stats(text: str) -> dict[str, object]:
@@ -499,12 +501,14 @@ def parse_stats(text: str) -> dict[str, object]:
     extra: dict[str, str] = {}
     known = formats.STATS_KEYS
 
+    repeats: Counter = Counter()
+
     def keep(key: str, value: str) -> None:
         # A map holds a key once: a repeated one is kept as `key (2)`, `key (3)`, ...
-        n, unique = 1, key
+        unique = key
         while unique in extra:
-            n += 1
-            unique = f"{key} ({n})"
+            repeats[key] += 1
+            unique = f"{key} ({repeats[key] + 1})"
         extra[unique] = value
 
     for key, value in STATS_PAIR.findall(text.rstrip(", ")):
@@ -561,7 +565,8 @@ def _with_stats(table: pa.Table, stats: pa.StringArray) -> pa.Table:
         twice = np.add.reduceat(bits, row_first) != np.bitwise_or.reduceat(bits, row_first)
         slow[pieces.parent[row_first[twice]]] = True
     # Each column's value spans, one row per column; rows without that key get an empty span.
-    value_start, value_stop = pieces.values(stats)
+    value_start, value_stop, untrimmed = pieces.values(stats)
+    slow[pieces.parent[untrimmed]] = True
     known = column >= 0
     where = column[known] * len(stats) + pieces.parent[known]  # in a (column, row) matrix, flattened
     start = np.tile(offsets(stats)[:-1], len(columns))
@@ -656,17 +661,21 @@ class StatsPieces:
     def keys(self, stats: pa.StringArray) -> pa.StringArray:
         return spans(stats, self.start, np.where(self.bad, self.start, self.colon))
 
-    def values(self, stats: pa.StringArray) -> tuple[np.ndarray, np.ndarray]:
-        """(start, stop) of each piece's value, trailing `%` and spaces left out (`12.5% ` -> `12.5`)."""
+    def values(self, stats: pa.StringArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(start, stop) of each piece's value, trailing `%` and spaces left out (`12.5% ` -> `12.5`),
+        and which pieces end in more of them than `TRIM_PASSES` (for `parse_stats`: a pass per byte
+        over every piece would take time quadratic in such a run)."""
         data = data_bytes(stats)
         start = np.where(self.bad, self.stop, self.colon + 2)
         stop = self.stop.copy()
-        while True:
+        trim = np.zeros(len(stop), dtype=bool)
+        for _ in range(TRIM_PASSES + 1):
             last = data[np.maximum(stop - 1, 0)] if len(data) else np.zeros(len(stop), dtype=np.uint8)
             trim = (stop > start) & ((last == ord("%")) | (last == ord(" ")))
             if not trim.any():
-                return start, stop
+                break
             stop[trim] -= 1
+        return start, stop, trim
 
 
 def split_carriage_returns(message: str) -> tuple[str, str | None]:
@@ -751,6 +760,9 @@ def exception_line(text: str) -> tuple[str, str | None] | None:
 OOM = re.compile(formats.OOM_TEXT, re.IGNORECASE)
 HOST_MEMORY = re.compile(formats.HOST_MEMORY_TEXT)
 MAX_TRACEBACK_LINES = 5000
+# One traceback per rank may be open at once; beyond this many the oldest is closed, since every line
+# offered is weighed against each open one.
+MAX_OPEN_TRACEBACKS = 1024
 
 
 @dataclass
@@ -819,6 +831,7 @@ class TracebackAssembler:
 
     def __init__(self) -> None:
         self.open: list[OpenError] = []
+        self.evicted: list[OpenError] = []  # closed for want of room (MAX_OPEN_TRACEBACKS), not yet taken
 
     def start(self, body: str, line_no: int, context: Callable[[], dict[str, object]]) -> bool:
         """Open an error when `body` begins a traceback or a C++ abort; returns whether it did.
@@ -834,8 +847,14 @@ class TracebackAssembler:
             origin, is_abort = m["origin"], True
         err = OpenError(line_no, origin, context(), is_abort=is_abort, lines=[body], last_line_no=line_no,
                         last_shape="abort" if is_abort else "header")
+        if len(self.open) >= MAX_OPEN_TRACEBACKS:
+            self.evicted.append(self.open.pop(0))
         self.open.append(err)
         return True
+
+    def take_evicted(self) -> list[OpenError]:
+        taken, self.evicted = self.evicted, []
+        return taken
 
     def feed(self, line: str, line_no: int) -> OpenError | None:
         """Offer an unprefixed line; returns the error it joined, or None when it belongs to none."""
@@ -883,7 +902,8 @@ class TracebackAssembler:
             if (complete and err.last_shape in ("exception", "other", "blank", "abort", "file")) or err.idle > 200:
                 done.append(err)
         if done:
-            self.open = [e for e in self.open if e not in done]
+            closed = {id(e) for e in done}  # by identity: comparing the dataclasses field by field was quadratic
+            self.open = [e for e in self.open if id(e) not in closed]
         return done
 
     def close_all(self) -> list[OpenError]:

@@ -126,6 +126,27 @@ def test_invalid_utf8_and_huge_lines_are_kept(tmp_path: Path) -> None:
     assert "\\xe9" in con.execute("SELECT message FROM lines WHERE line_no = 1").fetchone()[0]
 
 
+def test_inputs_that_took_time_quadratic_in_their_size(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_bytes(
+        b"[2026-03-01 08:19:00 TP0] Decode batch, #running-req: 1, " + b"a: 1, " * 20000 + b"#token: 5\n"  # repeats
+        + b"[2026-03-01 08:19:00 TP0] Decode batch, #running-req: 2" + b"%" * 100000 + b", #token: 6\n"
+        + b"Traceback (most recent call last):\n" * 5000  # open at once, then closed together
+        + b"[2026-03-01 08:19:01] hello\n" * 205)
+    report, con = ingest(tmp_path, [log])
+    assert report["lines_read"] == 2 + 5000 + 205
+    rows = con.execute("SELECT running_req, tokens, cardinality(extra) FROM decode_batches ORDER BY line_no").fetchall()
+    assert rows == [(1, 5, 20000), (2, 6, None)]
+    assert con.execute("SELECT count(*) FROM errors").fetchall()[0][0] == 5000
+
+
+def test_concatenated_zstd_frames_are_read_whole(tmp_path: Path) -> None:
+    log = tmp_path / "server.log.zst"
+    log.write_bytes(zstandard.ZstdCompressor().compress(LOG_TEXT) * 2)
+    report, _ = ingest(tmp_path, [log])
+    assert report["lines_read"] == 2000
+
+
 def test_long_lines_that_would_make_a_backtracking_regex_crawl(tmp_path: Path) -> None:
     # Each of these took minutes (quadratic regex searches) or raised, before; now the file takes a second.
     n = 250_000
@@ -160,9 +181,16 @@ def run_cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProce
                           timeout=120)
 
 
+LOG_TEXT = "".join(f"{MESSAGES[2]} {i}\n" for i in range(1000)).encode()
+
+
 @pytest.mark.parametrize("make, message", [
     (lambda p: None, "no such file or directory"),
     (lambda p: p.write_bytes(bytes(range(256)) * 64), "binary data"),
+    (lambda p: p.write_bytes(gzip.compress(LOG_TEXT)[:800]), "corrupt or truncated"),
+    (lambda p: p.write_bytes(b"\x1f\x8b\x00\x00\x00\x00\x00\x00\x00\x00hello\n"), "corrupt or truncated"),
+    # a zstd file cut short: the library's stream reader ended quietly there, and the lines were lost
+    (lambda p: p.write_bytes(zstandard.ZstdCompressor().compress(LOG_TEXT)[:400]), "corrupt or truncated"),
 ])
 def test_bad_inputs_get_one_line_errors(tmp_path: Path, make, message: str) -> None:
     target = tmp_path / "input.log"
