@@ -132,7 +132,7 @@ def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
         report.envelope = previous["envelope"]
         return report
 
-    stream = PeekableStream(open_bytes(inp, start_offset))
+    stream = PeekableStream(open_bytes(inp, start_offset), inp.display)
     try:
         if start_offset == 0 and envelope is None and looks_binary(stream.head):
             raise InputError(f"{inp.display}:1: binary data, not a log (use --format plain to force)")
@@ -217,7 +217,7 @@ def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iter
 
     The first batch is one block, so that storing starts while the second is parsed.
     """
-    stream = stream or PeekableStream(open_bytes(plan.inp, plan.start_offset))
+    stream = stream or PeekableStream(open_bytes(plan.inp, plan.start_offset), plan.inp.display)
     parser = LineParser(plan.source_id, plan.envelope, plan.time, plan.fallback_date)
     # Only stdin is recognised by its content; files by path, size and the hashes of their ends.
     hasher = hashlib.blake2b(digest_size=16) if plan.inp.path == "-" else None

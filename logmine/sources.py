@@ -11,6 +11,7 @@ import hashlib
 import io
 import os
 import sys
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,25 +82,76 @@ def open_bytes(inp: Input, offset: int = 0) -> BinaryIO:
     if inp.compression == "gzip":
         return gzip.GzipFile(fileobj=raw)  # type: ignore[return-value]
     if inp.compression == "zstd":
-        return zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)  # type: ignore[return-value]
+        return ZstdReader(raw)  # type: ignore[return-value]
     raw.seek(offset)
     return raw
 
 
-class PeekableStream(io.RawIOBase):
-    """Lets the ingest sniff the first bytes of a stream (stdin included) without losing them."""
+class ZstdReader(io.RawIOBase):
+    """zstd frames decompressed as a stream, which raises at the end of data cut inside a frame (the
+    library's stream reader ends there quietly, and a truncated file would lose its lines unnoticed)."""
 
-    def __init__(self, stream: BinaryIO) -> None:
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self.frame = zstandard.ZstdDecompressor().decompressobj()
+        self.started = False  # the current frame has had input
+        self.pending = bytearray()
+
+    def read(self, size: int = -1) -> bytes:
+        while size < 0 or len(self.pending) < size:
+            chunk = self.raw.read(1 << 20)
+            if not chunk:
+                if self.started and not self.frame.eof:
+                    raise EOFError("zstd data ends inside a frame")
+                break
+            while chunk:
+                if self.frame.eof:  # concatenated frames: a new one begins
+                    self.frame = zstandard.ZstdDecompressor().decompressobj()
+                self.pending += self.frame.decompress(chunk)
+                self.started = True
+                chunk = self.frame.unused_data if self.frame.eof else b""
+        size = len(self.pending) if size < 0 else size
+        out = bytes(self.pending[:size])
+        del self.pending[:size]
+        return out
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
+
+
+# What a corrupt or truncated gzip or zstd input raises while it is read (gzip.BadGzipFile is an OSError).
+UNREADABLE = (EOFError, OSError, zlib.error, zstandard.ZstdError)
+
+
+class PeekableStream(io.RawIOBase):
+    """Lets the ingest sniff the first bytes of a stream (stdin included) without losing them.
+
+    A read that fails (corrupt or truncated compressed data) raises an InputError naming the input.
+    """
+
+    def __init__(self, stream: BinaryIO, name: str = "-") -> None:
         self.stream = stream
-        self.head = stream.read(SNIFF_BYTES) or b""
+        self.name = name
+        self.done = 0  # bytes read so far
+        self.head = self._read(SNIFF_BYTES)
         self.pos = 0
 
     def read_block(self, size: int = BLOCK_BYTES) -> bytes:
         if self.pos < len(self.head):
             block = self.head[self.pos:]
             self.pos = len(self.head)
-            return block + (self.stream.read(max(0, size - len(block))) or b"")
-        return self.stream.read(size) or b""
+            return block + self._read(max(0, size - len(block)))
+        return self._read(size)
+
+    def _read(self, size: int) -> bytes:
+        try:
+            data = self.stream.read(size) or b""
+        except UNREADABLE as exc:
+            raise InputError(f"{self.name}: unreadable after {self.done} bytes, corrupt or truncated? "
+                             f"({exc})") from None
+        self.done += len(data)
+        return data
 
     def close(self) -> None:
         self.stream.close()
