@@ -99,7 +99,7 @@ class ZstdReader(io.RawIOBase):
 
     def read(self, size: int = -1) -> bytes:
         while size < 0 or len(self.pending) < size:
-            chunk = self.raw.read(1 << 20)
+            chunk = self.raw.read(1 << 16)  # small reads keep the output of one call small too
             if not chunk:
                 if self.started and not self.frame.eof:
                     raise EOFError("zstd data ends inside a frame")

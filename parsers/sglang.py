@@ -499,9 +499,8 @@ def parse_stats(text: str) -> dict[str, object]:
     """
     fields: dict[str, object] = {}
     extra: dict[str, str] = {}
-    known = formats.STATS_KEYS
-
     repeats: Counter = Counter()
+    known = formats.STATS_KEYS
 
     def keep(key: str, value: str) -> None:
         # A map holds a key once: a repeated one is kept as `key (2)`, `key (3)`, ...
@@ -735,6 +734,8 @@ def traceback_origin(text: str) -> str | None:
 def could_start_error(body: str) -> bool:
     """Whether a line opens a Python traceback, a C++ abort or a faulthandler dump."""
     return bool(opens_traceback(body) or CXX_ABORT_START.match(body) or FATAL_START.match(body))
+
+
 EXCEPTION_SUFFIXES = ("Error", "Exception", "Exit", "Interrupt", "Warning", "Failure")
 DOTTED_NAME = re.compile(r"[\w.]+")
 UPPERCASE = re.compile(r"[A-Z]")
