@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 FORMATS = ("table", "csv", "json", "markdown")
+TABLE_CELL_CHARS = 300
 
 
 def plain_value(value: object) -> object:
@@ -55,6 +56,13 @@ def cell(value: object) -> str:
     return str(value)
 
 
+def table_cell(value: object) -> str:
+    """A cell of the terminal table: one line, at most TABLE_CELL_CHARS (a whole traceback is for the
+    other formats; laying out thousands of them took rich minutes)."""
+    text = " ⏎ ".join(cell(value).splitlines())
+    return text if len(text) <= TABLE_CELL_CHARS else text[:TABLE_CELL_CHARS - 1] + "…"
+
+
 def render(df: pd.DataFrame, fmt: str = "table", width: int | None = None) -> str:
     if fmt == "json":
         return json.dumps(records(df), indent=2, default=str)
@@ -71,7 +79,7 @@ def render(df: pd.DataFrame, fmt: str = "table", width: int | None = None) -> st
     for col in df.columns:
         table.add_column(str(col), overflow="fold")
     for row in df.itertuples(index=False):
-        table.add_row(*(Text(cell(v)) for v in row))  # Text: brackets in values are not markup
+        table.add_row(*(Text(table_cell(v)) for v in row))  # Text: brackets in values are not markup
     buffer = io.StringIO()
     # On a terminal, fit its width; in a pipe or a file, keep every row on one line.
     if width is None:

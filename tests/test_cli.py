@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from logmine import api
@@ -76,3 +77,12 @@ def test_sql_and_diff_commands(demo_db: str) -> None:
     assert out == [{"n": 789}]
     diff = json.loads(logmine("diff", "2", "3", "--db", demo_db, "--format", "json"))
     assert {d["key"]: [d["2"], d["3"]] for d in diff}["hicache_ratio"] == [3.0, 2.0]
+
+
+def test_the_terminal_table_shows_a_traceback_on_one_short_line() -> None:
+    traceback = "Traceback (most recent call last):\n" + '  File "x.py", line 1, in f\n' * 40 + "ValueError: bad"
+    table = api.render(pd.DataFrame({"n_lines": [42], "text": [traceback]}), "table")
+    body = table.splitlines()[3]  # below the header and its rule
+    assert "Traceback (most recent call last): ⏎   File" in body and body.rstrip(" │").endswith("…")
+    assert len(table.splitlines()) == 5
+    assert json.loads(api.render(pd.DataFrame({"text": [traceback]}), "json"))[0]["text"] == traceback
