@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from logmine import api
@@ -104,6 +106,15 @@ def test_diff_between_two_runs(ingested) -> None:
     assert diff.loc["enable_hierarchical_cache"].tolist() == [False, True]
 
 
+def runs_and_diffs(tmp_path: Path, lines: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The `runs` and `config-diff` queries over a log of these lines."""
+    log = tmp_path / "server.log"
+    log.write_text("\n".join(lines) + "\n")
+    api.ingest([str(log)], db=tmp_path / "t.duckdb")
+    with api.open_db(tmp_path / "t.duckdb") as con:
+        return api.runs(con), api.query(con, "config-diff")
+
+
 def test_plain_log_with_two_launches_is_two_runs(tmp_path) -> None:
     """No systemd, no journald PID: a second server_args dump (or uvicorn start) begins a new run."""
     lines = [
@@ -115,12 +126,7 @@ def test_plain_log_with_two_launches_is_two_runs(tmp_path) -> None:
         "[2026-05-25 17:43:39] INFO:     Started server process [25892]",
         "[2026-05-25 17:50:00] INFO:     Started server process [26000]",
     ]
-    log = tmp_path / "server.log"
-    log.write_text("\n".join(lines) + "\n")
-    api.ingest([str(log)], db=tmp_path / "t.duckdb")
-    with api.open_db(tmp_path / "t.duckdb") as con:
-        runs = api.runs(con)
-        diff = api.query(con, "config-diff")
+    runs, diff = runs_and_diffs(tmp_path, lines)
     assert runs[["ordinal", "pid", "end_reason"]].values.tolist() == [
         [1, 20080, "restarted"], [2, 25892, "restarted"], [3, 26000, "running"]]
     assert diff[["from_run", "to_run", "key", "old", "new"]].values.tolist() == [
@@ -139,12 +145,7 @@ def test_a_crash_loop_of_many_restarts_is_one_run_each(tmp_path) -> None:
             f"mem_fraction_static=0.{80 + i % 2})",
             f"{stamp} node systemd[1]: sglang.service: Main process exited, code=exited, status=1/FAILURE",
         ]
-    log = tmp_path / "journal.txt"
-    log.write_text("\n".join(lines) + "\n")
-    api.ingest([str(log)], db=tmp_path / "t.duckdb")
-    with api.open_db(tmp_path / "t.duckdb") as con:
-        runs = api.runs(con)
-        diff = api.query(con, "config-diff")
+    runs, diff = runs_and_diffs(tmp_path, lines)
     assert len(runs) == 1500
     assert runs["pid"].tolist() == list(range(1000, 2500))
     assert runs["end_reason"].unique().tolist() == ["failed"]

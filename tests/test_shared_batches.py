@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import signal
 import subprocess
@@ -21,11 +20,9 @@ from logmine.ingest import WORKER_MIN_BYTES, ParsePlan, parse_batches, parse_in_
 from logmine.shared_batches import SharedSlots
 from logmine.sources import describe
 
-REPO = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("synth_journal", REPO / "bench" / "synth_journal.py")
-synth = importlib.util.module_from_spec(_spec)
-sys.modules["synth_journal"] = synth  # dataclasses look their module up here
-_spec.loader.exec_module(synth)
+from .conftest import REPO, load_script
+
+synth = load_script("synth_journal", REPO / "bench" / "synth_journal.py")
 
 JOURNAL_LINE = ("Mar 01 08:19:{s:02d} gpu-node-7 python3[266172]: [2026-03-01 08:19:{s:02d} TP0] Decode batch, "
                 "#running-req: 1, #token: {n}, token usage: 0.00, cuda graph: True, gen throughput (token/s): "

@@ -2,29 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from .conftest import REPO, load_script
+
 DEMO = REPO / "examples" / "demo"
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up here
-    spec.loader.exec_module(module)
-    return module
-
-
-synth = _load("synth_journal", REPO / "bench" / "synth_journal.py")
+synth = load_script("synth_journal", REPO / "bench" / "synth_journal.py")
 
 SHORT_LINE = re.compile(r"^[A-Z][a-z]{2} \d\d \d\d:\d\d:\d\d \S+ (systemd\[1\]|python3?\[\d+\]): ")
 
@@ -101,7 +90,7 @@ def test_demo_session_has_two_unit_writes() -> None:
 
 
 def test_demo_is_reproducible() -> None:
-    demo = _load("make_demo", DEMO / "make_demo.py")
+    demo = load_script("make_demo", DEMO / "make_demo.py")
     j = demo.build_journal()
     assert demo.journal_text(j) == (DEMO / "journal.txt").read_text(encoding="utf-8")
     session, _ = demo.build_session(j)
