@@ -286,6 +286,9 @@ def _parse_worker(plan: ParsePlan, queue: multiprocessing.Queue, slots: SharedSl
         slots.remove()  # both processes have it mapped: a killed ingest leaves no file behind
     try:
         for parsed in parse_batches(plan):
+            if _has_backlog(queue):
+                # The main process is behind: type the batch statistics here, so that it need not.
+                parsed.tables = typed_batch(parsed.tables, stats=True)
             layout = None
             if slots:
                 slot = _patiently(free.get)
@@ -300,6 +303,14 @@ def _parse_worker(plan: ParsePlan, queue: multiprocessing.Queue, slots: SharedSl
     except BaseException as exc:  # reported to, and raised in, the main process
         with contextlib.suppress(MainProcessGone):
             _patiently(queue.put, exc)
+
+
+def _has_backlog(queue: multiprocessing.Queue) -> bool:
+    """Whether a sent batch is still waiting for the main process (never, where qsize is unknown: macOS)."""
+    try:
+        return queue.qsize() > 0
+    except NotImplementedError:
+        return False
 
 
 class MainProcessGone(Exception):
@@ -344,8 +355,9 @@ def typed_batch(tables: dict[str, pa.Table], stats: bool) -> dict[str, pa.Table]
     """The parser's text tables as tables of the database's column types, ready to append.
 
     In two stages that balance the two processes: the worker types `lines` and the event tables
-    (`stats=False`), the main process the tables that still hold batch statistics text (`stats=True`),
-    which it splits into columns; tables of the other stage pass through as they are.
+    (`stats=False`); the tables that still hold batch statistics text, split into columns with
+    `stats=True`, are typed by whichever process has time for them: the worker while the main process
+    has a batch waiting, else the main process. Tables already typed pass through as they are.
 
     An event's time, PID and ranks are those of its line: they are copied from the batch's `lines`
     where the event row has none (errors closed later carry their own).
