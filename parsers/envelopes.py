@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .vector_columns import bounded_ints, cut, flags, ints, patch
+from .vector_columns import bounded_int, bounded_ints, cut, flags, ints, patch
 
 MAX_UTC_OFFSET = timedelta(hours=14)  # the widest real one (UTC+14); beyond it two stamps just disagree
 PID_LIMIT = 1 << 31  # `pid` is an INTEGER column; a larger number in the brackets is no process id
@@ -103,8 +103,8 @@ def regex_reader(regex: re.Pattern[str], time_of: Callable[[re.Match[str], TimeC
         if not m:
             return Envelope(None, None, None, None, line)
         fields = m.groupdict()
-        return Envelope(time_of(m, ctx), fields.get("host"), fields.get("ident"), _int(fields.get("pid"), PID_LIMIT),
-                        line[m.end():])
+        return Envelope(time_of(m, ctx), fields.get("host"), fields.get("ident"),
+                        bounded_int(fields.get("pid"), PID_LIMIT), line[m.end():])
     return read
 
 
@@ -145,8 +145,8 @@ def read_json(line: str, ctx: TimeContext) -> Envelope:
         ts = _local_from_epoch(realtime / 1e6, ctx)
     unit = json_text(record.get("UNIT") or record.get("_SYSTEMD_UNIT"))
     ident = json_text(record.get("SYSLOG_IDENTIFIER") or record.get("_COMM"))
-    return Envelope(ts, json_text(record.get("_HOSTNAME")), ident, _int(record.get("_PID"), PID_LIMIT),
-                    json_message(record.get("MESSAGE")), unit)
+    pid = bounded_int(json_text(record.get("_PID")), PID_LIMIT)
+    return Envelope(ts, json_text(record.get("_HOSTNAME")), ident, pid, json_message(record.get("MESSAGE")), unit)
 
 
 READERS: dict[str, Callable[[str, TimeContext], Envelope]] = {
@@ -265,13 +265,13 @@ def _years(month: np.ndarray, valid: np.ndarray, ctx: TimeContext) -> np.ndarray
     return year
 
 
-def _int(value: object, limit: int = 1 << 63) -> int | None:
-    """An integer field; None when it is not one, or is `limit` or more (garbled, not a value)."""
+def _int(value: object) -> int | None:
+    """An integer field; None when it is not one, or does not fit 64 bits (garbled, not a value)."""
     try:
         number = int(value)  # type: ignore[arg-type]
     except (TypeError, ValueError, OverflowError):
         return None
-    return number if -limit <= number < limit else None
+    return number if -(1 << 63) <= number < 1 << 63 else None
 
 
 def detect_format(sample: Iterable[str]) -> str:

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import sglang_formats as formats
-from .vector_columns import bounded_ints, cut, data_bytes, flags, ints, offsets, patch, spans
+from .vector_columns import bounded_int, bounded_ints, cut, data_bytes, flags, ints, offsets, patch, spans
 
 PREFIX = re.compile(
     r"\[(?:(?P<date>\d{4}-\d\d-\d\d) )?(?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<ms>\d{3}))?"
@@ -192,7 +192,8 @@ MS_SEPARATORS = pa.array([b".", b","])
 def _ranks_of(tags: str) -> dict[str, int]:
     """Rank tags as columns (a repeated tag keeps its last value; a number too large for the SMALLINT
     rank columns is no rank, and is left out)."""
-    return {RANK_COLUMNS[tag]: int(n) for tag, n in RANK_TAG.findall(tags) if len(n) <= 5 and int(n) <= RANK_MAX}
+    ranks = {RANK_COLUMNS[tag]: bounded_int(n, RANK_MAX + 1) for tag, n in RANK_TAG.findall(tags)}
+    return {column: n for column, n in ranks.items() if n is not None}
 
 
 def _regex_prefixes(messages: pa.StringArray, rows: np.ndarray, prefixed: np.ndarray, cols: dict[str, pa.Array],

@@ -82,9 +82,18 @@ def cut(values: pa.StringArray, starts: np.ndarray, stops: np.ndarray | None = N
 
 def bounded_ints(digits: pa.StringArray, limit: int) -> pa.Int64Array:
     """Texts of digits as integers; null where empty or null, and from `limit` up (a garbled number, such
-    as a PID too long for any process, is no value, and would not fit its column)."""
+    as a PID too long for any process, is no value, and would not fit its column). `bounded_int` is the
+    same rule for one text, for the line-by-line paths."""
     # ASCII: Python's `\d` also matches other scripts' digits, which Arrow does not read.
     fits = pc.and_(pc.less_equal(pc.binary_length(digits), len(str(limit))), pc.not_equal(digits, ""))
     fits = pc.and_(fits, pc.string_is_ascii(digits))
     numbers = pc.cast(pc.if_else(fits, digits, pa.scalar(None, pa.string())), pa.int64())
     return pc.if_else(pc.less(numbers, limit), numbers, pa.scalar(None, pa.int64()))
+
+
+def bounded_int(digits: str | None, limit: int) -> int | None:
+    """`bounded_ints` for one text."""
+    if not digits or not digits.isascii() or not digits.isdigit() or len(digits) > len(str(limit)):
+        return None
+    number = int(digits)
+    return number if number < limit else None

@@ -9,9 +9,10 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 from logmine.parsers import sglang_formats as formats
 from logmine.parsers.sglang import Classifier
-from logmine.parsers.vector_columns import flags
+from logmine.parsers.vector_columns import bounded_int, bounded_ints, flags
 
 from logmine import api
 
@@ -161,3 +162,11 @@ def test_block_and_line_readings_of_every_example_agree() -> None:
         expected = {k: v for k, v in re.match(spec.regex, spec.example).groupdict().items() if v is not None}
         got = {k: v for k, v in block_rows[i].items() if k in expected}
         assert got == expected, spec.kind
+
+
+@pytest.mark.parametrize("text", ["0", "7", "32767", "32768", "000000032767", "99999999999999999999", "",
+                                  "\u0661\u0662", None])
+def test_a_number_reads_alike_on_the_block_and_the_line_by_line_paths(text: str | None) -> None:
+    """Ranks and PIDs are read by `bounded_ints` in blocks and `bounded_int` line by line: one rule."""
+    limit = 32768
+    assert bounded_int(text, limit) == bounded_ints(pa.array([text], pa.string()), limit)[0].as_py()
