@@ -17,6 +17,9 @@ from rich.text import Text
 
 FORMATS = ("table", "csv", "json", "markdown")
 TABLE_CELL_CHARS = 300
+# rich lays out a table at ~40 µs a cell: past this many rows the terminal table shows the first ones and
+# says how many more the other formats give.
+TABLE_MAX_ROWS = 1000
 
 
 def plain_value(value: object) -> object:
@@ -78,11 +81,14 @@ def render(df: pd.DataFrame, fmt: str = "table", width: int | None = None) -> st
     table = Table(show_header=True, header_style="bold", show_lines=False)
     for col in df.columns:
         table.add_column(str(col), overflow="fold")
-    for row in df.itertuples(index=False):
+    for row in df.head(TABLE_MAX_ROWS).itertuples(index=False):
         table.add_row(*(Text(table_cell(v)) for v in row))  # Text: brackets in values are not markup
     buffer = io.StringIO()
     # On a terminal, fit its width; in a pipe or a file, keep every row on one line.
     if width is None:
         width = shutil.get_terminal_size().columns if sys.stdout.isatty() else 10_000
     Console(file=buffer, width=width, force_terminal=False).print(table)
+    if len(df) > TABLE_MAX_ROWS:
+        buffer.write(f"… {len(df) - TABLE_MAX_ROWS:,} more rows of {len(df):,}: --format csv, json or markdown "
+                     "gives them all\n")
     return buffer.getvalue().rstrip("\n")
