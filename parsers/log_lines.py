@@ -25,6 +25,7 @@ from .sglang import (
     OpenError,
     Prefixes,
     TracebackAssembler,
+    bar_description,
     could_start_error,
     error_fields,
     parse_prefixes,
@@ -337,6 +338,9 @@ def _classify_raw(body: str, progress: str | None) -> tuple[str, str | None, dic
     """Shapes that only make sense without an SGLang prefix: bars, journal markers, blobs."""
     if not body.strip():
         return "blank", None, {}
+    if progress is None:
+        # A bar on a line of its own: a capture that turned tqdm's `\r` into newlines.
+        progress = bar_description(body)
     if progress is not None:
         return "progress", "notices", {"topic": "progress", "detail": progress}
     if body.startswith("-- ") and JOURNAL_MARKER.match(body):

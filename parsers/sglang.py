@@ -35,8 +35,9 @@ RANK_COLUMNS = {"DP": "dp", "PP": "pp", "ATTN_CP": "attn_cp", "MOE_DP": "moe_dp"
 RANK_MAX = 32767
 # Where a `\r`-joined progress bar hides an SGLang line, the line starts at a dated bracket.
 EMBEDDED_PREFIX = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{3})?(?: [A-Z_]+\d+)*\] ")
-# A progress bar's percentage, `45%|`; its description is the text before it, back to a `|` or `\r`.
-PERCENT_BAR = re.compile(r"\d{1,3}%\|")
+# A progress bar's percentage: tqdm's `45%|`, or `45% Completed |` of SGLang's weight-loading bar. Its
+# description is the text before it, back to a `|` or `\r`.
+PERCENT_BAR = re.compile(r"\d{1,3}%(?:\|| Completed \|)")
 WORD = re.compile(r"\w+")
 JOURNAL_MARKER = re.compile(r"-- (?:Boot \w+|Reboot|Logs begin at .*|Journal begins at .*|No entries) --$")
 BLOB = re.compile(r"\[(?P<size>[\d.]+[KMG]?B?) blob data\]$")
@@ -697,14 +698,20 @@ def split_carriage_returns(message: str) -> tuple[str, str | None]:
 
 
 def progress_description(text: str) -> str:
-    """`Loading safetensors: 45%|███` -> `Loading safetensors`; the text's first 60 characters when no bar.
+    """The description of the progress bar in `text`; its first 60 characters when it shows no bar."""
+    described = bar_description(text)
+    return text[:60] if described is None else described
+
+
+def bar_description(text: str) -> str | None:
+    """`Loading safetensors: 45%|███` -> `Loading safetensors`; None when `text` shows no progress bar.
 
     Found without a backtracking regex: one that looked back from the percentage took time quadratic in
     the length of a line without a bar.
     """
     bar = PERCENT_BAR.search(text)
     if not bar:
-        return text[:60]
+        return None
     head = text[:bar.start()].rstrip().removesuffix(":")
     return head[max(head.rfind("|"), head.rfind("\r")) + 1:].strip()
 

@@ -142,6 +142,21 @@ def test_sglang_line_starting_mid_line_after_a_progress_bar(tmp_path: Path) -> N
         (1, 4.43, "awq", 21.2)]
 
 
+def test_progress_bars_are_typed_whether_joined_by_carriage_returns_or_on_lines_of_their_own(tmp_path: Path) -> None:
+    con = ingest_lines(tmp_path, [
+        "\rLoading safetensors checkpoint shards:   0% Completed | 0/8 [00:00<?, ?it/s]"
+        "\rLoading safetensors checkpoint shards:  12% Completed | 1/8 [00:00<00:06,  1.09it/s]",
+        "Loading safetensors checkpoint shards:  25% Completed | 1/4 [00:01<00:04,  1.43s/it]",
+        "Capturing batches (bs=60 avail_mem=15.22 GB):  80%|████████  | 8/10 [00:11<00:02,  1.11s/it]",
+        "  0%|          | 0/10 [00:00<?, ?it/s]",
+        "Throughput rose 45% | not a bar",
+    ])
+    assert kinds_of(con) == ["progress"] * 4 + [None]
+    assert con.execute("SELECT detail FROM notices ORDER BY line_no").fetchall() == [
+        ("Loading safetensors checkpoint shards",), ("Loading safetensors checkpoint shards",),
+        ("Capturing batches (bs=60 avail_mem=15.22 GB)",), ("",)]
+
+
 def test_coloured_lines_are_typed_and_kept_as_written(tmp_path: Path) -> None:
     con = ingest_lines(tmp_path, [
         '[2026-08-01 21:40:26] \x1b[32mINFO\x1b[0m:     127.0.0.1:55336 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
