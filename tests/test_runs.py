@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from logmine import api
+from logmine import api, derive
 
 from .conftest import SAMPLE, shared_path
 
@@ -133,9 +133,11 @@ def test_plain_log_with_two_launches_is_two_runs(tmp_path) -> None:
         [1, 2, "mem_fraction_static", 0.8, 0.85]]
 
 
-def test_a_crash_loop_of_many_restarts_is_one_run_each(tmp_path) -> None:
+@pytest.mark.parametrize("range_join_max_runs", [0, 10_000])  # both ways of finding each line's run
+def test_a_crash_loop_of_many_restarts_is_one_run_each(tmp_path, monkeypatch, range_join_max_runs: int) -> None:
     """systemd restarting a failing server for hours: each start is a run with its own PID, times and
     config, read in a few grouped queries rather than several per run."""
+    monkeypatch.setattr(derive, "RANGE_JOIN_MAX_RUNS", range_join_max_runs)
     lines = []
     for i in range(1500):
         stamp, pid = f"Mar 01 {8 + i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d}", 1000 + i
