@@ -32,10 +32,6 @@ CONFIG_COLUMNS = {"config_id": "VARCHAR", "args": "JSON", "n_args": "INTEGER"}
 DIFF_COLUMNS = {"source_id": "INTEGER", "from_run": "INTEGER", "to_run": "INTEGER", "key": "VARCHAR",
                 "old": "JSON", "new": "JSON"}
 
-# A line's own time, per envelope: `-o cat` and plain files give systemd's lines no time, and the parser
-# carries the previous line's time onto them; for run boundaries that borrowed time would be misleading.
-OWN_TS = {"plain": "CASE WHEN l.log_ts IS NULL THEN NULL ELSE l.ts END"}
-LINE_TS = "l.ts"
 # The lines that count towards a run's PIDs: systemd's own lines carry its PID, not the server's.
 SERVER_PID_LINE = "l.pid IS NOT NULL AND coalesce(l.ident, '') <> 'systemd'"
 # Each line's run, given the runs' first and last lines ($firsts, $lasts). DuckDB runs the range join as
@@ -168,7 +164,9 @@ def create_run_views(con: duckdb.DuckDBPyConnection) -> None:
 
 def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None) -> list[Run]:
     """Split a source's lines (read in `envelope`) into runs."""
-    own_ts = OWN_TS.get(envelope or "", LINE_TS)
+    # A line's own time: `-o cat` and plain files give systemd's lines no time, and the parser carries the
+    # previous line's time onto them; for run boundaries that borrowed time would be misleading.
+    own_ts = "CASE WHEN l.log_ts IS NULL THEN NULL ELSE l.ts END" if envelope == "plain" else "l.ts"
     # Only the exit lines' text is read: fetching a few texts spread over the zstd-compressed `message`
     # column costs whole segments (0.2 s on 2M lines); uvicorn's server PID comes typed from its event.
     markers = [Marker(*row) for row in run(con, f"""

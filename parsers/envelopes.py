@@ -21,6 +21,7 @@ from .vector_columns import bounded_int, bounded_ints, cut, flags, ints, patch
 
 MAX_UTC_OFFSET = timedelta(hours=14)  # the widest real one (UTC+14); beyond it two stamps just disagree
 PID_LIMIT = 1 << 31  # `pid` is an INTEGER column; a larger number in the brackets is no process id
+REALTIME_LIMIT = 1 << 63  # journald's microseconds since the epoch are 64-bit
 
 MONTHS = {m: i for i, m in enumerate(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), start=1)}
@@ -140,7 +141,7 @@ def read_json(line: str, ctx: TimeContext) -> Envelope:
     if not isinstance(record, dict):
         return Envelope(None, None, None, None, line)
     ts = None
-    realtime = _int(record.get("__REALTIME_TIMESTAMP"))
+    realtime = bounded_int(json_text(record.get("__REALTIME_TIMESTAMP")), REALTIME_LIMIT)
     if realtime is not None:
         ts = _local_from_epoch(realtime / 1e6, ctx)
     unit = json_text(record.get("UNIT") or record.get("_SYSTEMD_UNIT"))
@@ -265,15 +266,6 @@ def _years(month: np.ndarray, valid: np.ndarray, ctx: TimeContext) -> np.ndarray
     return year
 
 
-def _int(value: object) -> int | None:
-    """An integer field; None when it is not one, or does not fit 64 bits (garbled, not a value)."""
-    try:
-        number = int(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return number if -(1 << 63) <= number < 1 << 63 else None
-
-
 def detect_format(sample: Iterable[str]) -> str:
     """Pick the envelope most of the first lines are written in; `plain` when none fits."""
     lines = [ln for ln in sample if ln.strip() and not ln.startswith("-- ")]
@@ -328,7 +320,7 @@ def _offset_from_json(line: str) -> timedelta | None:
     if not isinstance(record, dict):
         return None
     m = SGLANG_DATE.search(json_message(record.get("MESSAGE")))
-    realtime = _int(record.get("__REALTIME_TIMESTAMP"))
+    realtime = bounded_int(json_text(record.get("__REALTIME_TIMESTAMP")), REALTIME_LIMIT)
     if not m or not realtime:
         return None
     return _round_offset(m["date"], m["time"], realtime / 1e6)
