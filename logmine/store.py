@@ -73,8 +73,13 @@ def typed_table(data: pa.Table, columns: Mapping[str, str]) -> pa.Table:
     """`data` with exactly `columns` (missing ones null), each cast in Arrow to its column's type.
 
     A column whose text does not cast (a field SGLang printed oddly) stays text; `append` lets
-    DuckDB TRY_CAST it, so one odd value becomes NULL instead of failing the batch.
+    DuckDB TRY_CAST it, so one odd value becomes NULL instead of failing the batch. A column that the
+    table does not have is an error: a parser and its table disagree about a name, and dropping the
+    column would lose the value without a word.
     """
+    unknown = [name for name in data.column_names if name not in columns]
+    if unknown:
+        raise ValueError(f"columns {unknown} are not in the table (known: {', '.join(columns)})")
     arrays, fields = [], []
     for name, duck_type in columns.items():
         target = arrow_type(duck_type)

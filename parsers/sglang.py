@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from re import _parser as re_parser
 
@@ -494,15 +494,15 @@ STATS_EXTRA = pa.map_(pa.string(), pa.string())
 TRIM_PASSES = 8  # trailing `%`/spaces trimmed by position; a longer run goes through parse_stats
 
 
-def parse_stats(text: str) -> dict[str, object]:
+def parse_stats(text: str, known: Mapping[str, str] = formats.STATS_KEYS) -> dict[str, object]:
     """`#running-req: 1, #token: 82, cuda graph: True, ` -> typed known keys plus an `extra` map.
 
     A value runs to the next `, key: `, so v0.4.9 hybrid values such as `full=35, swa=35` stay whole.
+    `known` maps the keys that have a column; any other key goes to `extra`.
     """
     fields: dict[str, object] = {}
     extra: dict[str, str] = {}
     repeats: Counter = Counter()
-    known = formats.STATS_KEYS
 
     def keep(key: str, value: str) -> None:
         # A map holds a key once: a repeated one is kept as `key (2)`, `key (3)`, ...
@@ -526,27 +526,30 @@ def parse_stats(text: str) -> dict[str, object]:
     return fields
 
 
-def expand_stats(table: pa.Table) -> pa.Table:
+def expand_stats(table: pa.Table, columns: Collection[str] | None = None) -> pa.Table:
     """Replace a `_stats` capture (batch statistics text) by its typed columns and `extra` map.
 
+    Only keys whose column is in `columns` (the destination table's; all known keys when None) get
+    a column: a decode-only key in a prefill line lands in `extra` rather than in no column at all.
     The classifier keeps the text whole; this step runs where the rows are typed for storage, which
     during a large ingest is the process that is not busy matching patterns.
     """
     if "_stats" not in table.column_names:
         return table
+    stats_keys = {k: c for k, c in formats.STATS_KEYS.items() if columns is None or c in columns}
     stats = table.column("_stats").combine_chunks()
-    return _with_stats(table.drop_columns(["_stats"]), stats)
+    return _with_stats(table.drop_columns(["_stats"]), stats, stats_keys)
 
 
-def _with_stats(table: pa.Table, stats: pa.StringArray) -> pa.Table:
-    """Add the stats columns of `stats` (one text per row of `table`).
+def _with_stats(table: pa.Table, stats: pa.StringArray, stats_keys: Mapping[str, str]) -> pa.Table:
+    """Add the stats columns of `stats` (one text per row of `table`), for the keys in `stats_keys`.
 
     A row whose pieces are all a known key and a value without `,` or `=` (nearly all) is typed
     here, by byte position; any other goes through `parse_stats`.
     """
-    keys = list(formats.STATS_KEYS)
-    columns = list(dict.fromkeys(formats.STATS_KEYS.values()))
-    key_column = np.array([columns.index(formats.STATS_KEYS[k]) for k in keys] + [-1])
+    keys = list(stats_keys)
+    columns = list(dict.fromkeys(stats_keys.values()))
+    key_column = np.array([columns.index(stats_keys[k]) for k in keys] + [-1])
     stats = pc.utf8_rtrim(pc.fill_null(stats, ""), characters=", ")
     pieces = StatsPieces.of(stats)
     found = pieces.keys(stats).dictionary_encode()
@@ -583,7 +586,7 @@ def _with_stats(table: pa.Table, stats: pa.StringArray) -> pa.Table:
     fast_table = table.filter(pa.array(~slow))
     slow_rows = np.nonzero(slow)[0]
     slow_table = table.take(pa.array(slow_rows)).drop_columns(columns)
-    parsed = records_table([parse_stats(stats[int(i)].as_py()) for i in slow_rows])
+    parsed = records_table([parse_stats(stats[int(i)].as_py(), stats_keys) for i in slow_rows])
     for name in parsed.column_names:
         slow_table = slow_table.append_column(name, parsed.column(name))
     return pa.concat_tables([fast_table, slow_table], promote_options="permissive")
