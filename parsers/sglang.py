@@ -12,7 +12,6 @@ import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from re import _parser as re_parser
 
 import numpy as np
 import pyarrow as pa
@@ -268,9 +267,6 @@ class CompiledPattern:
     spec: formats.Pattern
     regex: re.Pattern[str]
     re2: str  # the same regex anchored for RE2 (pyarrow.compute), which searches unanchored
-    # Groups that can match "": RE2 reports a group that did not take part as "" too, so rows with ""
-    # there are re-matched with Python `re` to tell None from "".
-    empty_groups: frozenset[str]
     # A last group that runs to the end of the line (`(?P<detail>Rank \d+.*)`) is not captured by RE2,
     # which would re-scan the whole line for it: `re2` captures the text before it as `_head`, and the
     # group is cut off by position.
@@ -281,34 +277,13 @@ class CompiledPattern:
 TAIL_GROUP = re.compile(r"\(\?P<(?P<name>\w+)>(?P<inner>[^()]*)\.\*\)$")
 
 
-def empty_groups(regex: str) -> frozenset[str]:
-    """Named groups of `regex` whose own text can be empty."""
-    names = {v: k for k, v in re.compile(regex).groupindex.items()}
-    found: set[str] = set()
-
-    def walk(sub: re_parser.SubPattern) -> None:
-        for op, av in sub:
-            if op is re_parser.SUBPATTERN:
-                if av[0] in names and av[3].getwidth()[0] == 0:
-                    found.add(names[av[0]])
-                walk(av[3])
-            elif op in (re_parser.MAX_REPEAT, re_parser.MIN_REPEAT):
-                walk(av[2])
-            elif op is re_parser.BRANCH:
-                for branch in av[1]:
-                    walk(branch)
-
-    walk(re_parser.parse(regex))
-    return frozenset(found)
-
-
 def compile_pattern(spec: formats.Pattern) -> CompiledPattern:
-    regex, empty = re.compile(spec.regex), empty_groups(spec.regex)
+    regex = re.compile(spec.regex)
     tail = TAIL_GROUP.search(spec.regex)
     if tail is None:
-        return CompiledPattern(spec, regex, f"^(?:{spec.regex})", empty)
+        return CompiledPattern(spec, regex, f"^(?:{spec.regex})")
     head = spec.regex[:tail.start()]
-    return CompiledPattern(spec, regex, f"^(?P<_head>(?:{head})){tail['inner']}", empty, tail["name"])
+    return CompiledPattern(spec, regex, f"^(?P<_head>(?:{head})){tail['inner']}", tail["name"])
 
 
 @dataclass
@@ -330,7 +305,8 @@ class Classifier:
     Rows are grouped on their first characters, so each row is tried against a handful of patterns,
     and each pattern runs once over its group with RE2 (`pyarrow.compute.extract_regex`). Python
     `re` takes the rows RE2 could read differently: non-ASCII bodies (`\\d`, `\\w`, `\\s` are Unicode
-    in Python) and optional groups that may be empty.
+    in Python). A group's empty text is stored as NULL, as is a group that did not take part (RE2
+    reports both as "").
     """
 
     def __init__(self, patterns: Iterable[formats.Pattern] = formats.ALL_PATTERNS,
@@ -418,15 +394,10 @@ class Classifier:
             sub = bodies.take(pa.array(fast, pa.int64()))
             if candidate.regex.groupindex:
                 fields, ok = self._extract(candidate, sub)
-                unsure = np.zeros(len(fast), dtype=bool)
-                for name in candidate.empty_groups:
-                    unsure |= ok & flags(pc.equal(fields[name], ""))
-                slow.append(fast[unsure])
-                keep = ok & ~unsure
-                hit[fast[keep]] = True
-                if not keep.all():
-                    fields = {name: values.filter(pa.array(keep)) for name, values in fields.items()}
-                out.add(spec.table, self._event_table(candidate, fast[keep], fields))
+                hit[fast[ok]] = True
+                if not ok.all():
+                    fields = {name: values.filter(pa.array(ok)) for name, values in fields.items()}
+                out.add(spec.table, self._event_table(candidate, fast[ok], fields))
             else:
                 ok = pc.match_substring_regex(sub, candidate.re2).to_numpy(zero_copy_only=False)
                 hit[fast[ok]] = True
@@ -455,7 +426,7 @@ class Classifier:
 
     @staticmethod
     def _event_table(candidate: CompiledPattern, rows: np.ndarray, fields: dict[str, pa.Array] | None) -> pa.Table:
-        """Event rows of RE2 matches: "" of a group that cannot be empty means it did not take part."""
+        """Event rows of RE2 matches; a group's "" is NULL."""
         n = len(rows)
         columns: dict[str, pa.Array] = {"_row": pa.array(rows, pa.int64()),
                                         "kind": pa.repeat(pa.scalar(candidate.spec.kind), n)}
@@ -463,9 +434,7 @@ class Classifier:
             columns[name] = pa.repeat(pa.scalar(value, pa.string()), n)
         for name in candidate.regex.groupindex:
             values = fields[name]
-            if name not in candidate.empty_groups:
-                values = pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values)
-            columns[name] = values
+            columns[name] = pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values)
         return pa.table(columns)
 
 
@@ -477,7 +446,7 @@ def _group_codes(heads: pa.Array) -> tuple[np.ndarray, list[str]]:
 def _record(candidate: CompiledPattern, row: int, m: re.Match[str]) -> dict[str, object]:
     """One event row from a Python match (the fallback path)."""
     fields: dict[str, object] = {"_row": row, "kind": candidate.spec.kind, **candidate.spec.const}
-    fields.update((name, value) for name, value in m.groupdict().items() if value is not None)
+    fields.update((name, value) for name, value in m.groupdict().items() if value)
     return fields
 
 

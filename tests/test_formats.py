@@ -225,3 +225,13 @@ def test_a_key_another_batch_kind_has_a_column_for_is_kept_in_extra(tmp_path: Pa
         "#running-req: 0, #queue-req: 0, accept len: 2.50, input throughput (token/s): 0.53, cuda graph: False",
     ])
     assert con.execute("SELECT new_tokens, extra FROM prefill_batches").fetchall() == [(7, {"accept len": "2.50"})]
+
+
+def test_an_empty_group_is_null_on_the_block_and_the_line_by_line_paths(tmp_path: Path) -> None:
+    """RE2 cannot tell an empty group from one that did not take part: both are NULL, whichever path reads it."""
+    con = ingest_lines(tmp_path, [
+        '[2026-03-01 10:00:00] 127.0.0.1:5 - "GET /health HTTP/1.1" 200 ',
+        '[2026-03-01 10:00:01] 127.0.0.1:5 - "GET /health HTTP/1.1" 200',
+        '[2026-03-01 10:00:02] höst:5 - "GET /health HTTP/1.1" 200 ',  # non-ASCII: read by Python `re`
+    ])
+    assert con.execute("SELECT status, reason FROM http_requests ORDER BY line_no").fetchall() == [(200, None)] * 3
