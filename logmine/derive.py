@@ -1,7 +1,8 @@
-"""Derived tables rebuilt after every ingest: runs (server process lifetimes), configs and config diffs.
+"""Derived tables rebuilt after every ingest: runs (server launches), configs and config diffs.
 
-A run is one server process lifetime. Boundaries come from systemd (`Starting`/`Started` of the unit),
-from a change of journald PID, or, in plain log files, from a new `server_args=` dump. Everything
+A run is one launch of the server with its worker processes. Boundaries come from systemd (`Starting`/
+`Started` of the unit), from journald PIDs whose lifetimes do not overlap, from a new `server_args=`
+dump, or from a uvicorn start after the server process ended (see `run_starts`). Everything
 else about a run (load time, memory budget, traffic) is computed by the named queries from the event
 tables, joined to `runs` on `source_id` and the line range.
 """
@@ -51,8 +52,12 @@ MARKER_KINDS = (
     "systemd_starting", "systemd_started", "systemd_stopping", "systemd_stopped", "systemd_deactivated",
     "systemd_main_exited", "systemd_failed_result", "systemd_restart_scheduled", "systemd_start_limit",
     "systemd_failed_start", "systemd_oom_kill", "server_args", "uvicorn_started", "server_ready",
-    "sigterm", "sigquit", "rank_dead", "error", "subprocess_crashed", "watchdog_timeout",
+    "sigterm", "sigquit", "rank_dead", "error", "subprocess_crashed", "watchdog_timeout", "uvicorn_finished",
+    "graceful_exit", "exit_code", "kill_process_tree",
 )
+# The server process has ended: a later uvicorn start belongs to a new launch, not to a worker of this one.
+PROCESS_END_KINDS = {"uvicorn_finished", "graceful_exit", "exit_code", "sigquit", "subprocess_crashed",
+                     "kill_process_tree", "systemd_main_exited"}
 CRASH_KINDS = {"error", "sigquit", "rank_dead", "subprocess_crashed", "watchdog_timeout", "systemd_oom_kill",
                "systemd_restart_scheduled", "systemd_start_limit", "systemd_failed_start"}
 
@@ -183,15 +188,14 @@ def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None
         WHERE l.source_id = $source AND l.kind IN ({', '.join("'" + k + "'" for k in MARKER_KINDS)})
         ORDER BY l.line_no""", {"source": source_id})]
     # Under systemd a run begins with the unit's start, whatever the PIDs do (see `run_starts`).
-    pid_changes = [] if under_systemd(markers) else [r[0] for r in run(con, f"""
-        SELECT line_no FROM (
-            SELECT line_no, pid, lag(pid) OVER (ORDER BY line_no) AS previous
-            FROM lines AS l WHERE source_id = ? AND {SERVER_PID_LINE} AND kind IS DISTINCT FROM 'journald_suppressed')
-        WHERE previous IS NOT NULL AND pid <> previous""", [source_id])]
+    lifetimes = [] if under_systemd(markers) else run(con, f"""
+        SELECT min(line_no), max(line_no) FROM lines AS l
+        WHERE source_id = ? AND {SERVER_PID_LINE} AND kind IS DISTINCT FROM 'journald_suppressed'
+        GROUP BY pid ORDER BY 1""", [source_id])
     extent = run(con, "SELECT min(line_no), max(line_no), max(ts) FROM lines WHERE source_id = ?", [source_id])[0]
     if extent[0] is None:
         return []
-    boundaries = run_starts(markers, set(pid_changes), extent[0])
+    boundaries = run_starts(markers, launch_starts(lifetimes), extent[0])
     runs = [Run(source_id, b) for b in boundaries]
     for current, following in zip(runs, runs[1:] + [None], strict=True):
         current.last_line_no = following.first_line_no - 1 if following else extent[1]
@@ -234,18 +238,34 @@ def under_systemd(markers: list[Marker]) -> bool:
     return any(m.kind in ("systemd_starting", "systemd_started") for m in markers)
 
 
-def run_starts(markers: list[Marker], pid_changes: set[int], first_line: int) -> list[int]:
-    """First line of each run.
+def launch_starts(lifetimes: list[tuple[int, int]]) -> set[int]:
+    """First lines of the launches that journald PIDs show, given each PID's (first line, last line).
+
+    A worker process (scheduler, tokenizer, detokenizer) logs within the lifetime of the launch that
+    spawned it, so PIDs whose lifetimes overlap are one launch; a launch begins where a PID starts
+    after every earlier one has ended.
+    """
+    starts, end = set(), None
+    for first, last in lifetimes:
+        if end is not None and first > end:
+            starts.add(first)
+        end = last if end is None else max(end, last)
+    return starts
+
+
+def run_starts(markers: list[Marker], pid_launches: set[int], first_line: int) -> list[int]:
+    """First line of each run: a run is one launch of the server, with all its worker processes.
 
     Under systemd a run begins with the unit's `Starting` (or a `Started` without one). Elsewhere it
-    begins where the journald PID changes, or at a second `server_args=` dump (or a second uvicorn
-    `Started server process`) within one run.
+    begins where a new process lifetime begins (`launch_starts`), at a second `server_args=` dump
+    within one run, or at a uvicorn `Started server process` after the run's process has ended (several
+    tokenizer workers each log one while the launch is starting).
     """
     has_systemd = under_systemd(markers)
     starts = [first_line]
     previous_systemd = None
-    run_has_args = run_has_server = False
-    events = [(m.line_no, m.kind) for m in markers] + [(line, "pid_change") for line in pid_changes]
+    run_has_args = run_has_ended = False
+    events = [(m.line_no, m.kind) for m in markers] + [(line, "launch") for line in pid_launches]
     for line_no, kind in sorted(events):
         new_run = False
         if has_systemd:
@@ -253,15 +273,20 @@ def run_starts(markers: list[Marker], pid_changes: set[int], first_line: int) ->
                 kind == "systemd_started" and previous_systemd != "systemd_starting")
             if kind in ("systemd_starting", "systemd_started"):
                 previous_systemd = kind
-        elif kind == "pid_change":
-            new_run, run_has_args, run_has_server = True, False, False
+        elif kind == "launch":
+            new_run = True
         elif kind == "server_args":
-            new_run, run_has_args, run_has_server = run_has_args, True, False
+            new_run = run_has_args
         elif kind == "uvicorn_started":
-            new_run, run_has_server = run_has_server, True
-            run_has_args = run_has_args and not new_run
-        if new_run and line_no > starts[-1]:
-            starts.append(line_no)
+            new_run = run_has_ended
+        elif kind in PROCESS_END_KINDS:
+            run_has_ended = True
+        if new_run:
+            run_has_args, run_has_ended = kind == "server_args", False
+            if line_no > starts[-1]:
+                starts.append(line_no)
+        elif kind == "server_args":
+            run_has_args = True
     return starts
 
 

@@ -1,4 +1,4 @@
--- runs: one row per server run (process lifetime): when it started, became ready and ended, why it
+-- runs: one row per server run (one launch and its worker processes): when it started, became ready and ended, why it
 -- ended, what it loaded, what memory it used and how much it served.
 --
 -- Per-rank figures are rank 0's (TP0, or the untagged rank of a TP=1 server); `host_cache_gb_total`

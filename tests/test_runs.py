@@ -116,7 +116,8 @@ def runs_and_diffs(tmp_path: Path, lines: list[str]) -> tuple[pd.DataFrame, pd.D
 
 
 def test_plain_log_with_two_launches_is_two_runs(tmp_path) -> None:
-    """No systemd, no journald PID: a second server_args dump (or uvicorn start) begins a new run."""
+    """No systemd, no journald PID: a second server_args dump, or a uvicorn start after the server
+    process ended, begins a new run."""
     lines = [
         "[2026-05-25 17:21:50] server_args=ServerArgs(model_path='a', tp_size=1, mem_fraction_static=0.8)",
         "[2026-05-25 17:22:19] INFO:     Started server process [20080]",
@@ -124,6 +125,7 @@ def test_plain_log_with_two_launches_is_two_runs(tmp_path) -> None:
         "[2026-05-25 17:40:00] SIGTERM received. signum=15 frame=None. Draining requests and shutting down...",
         "[2026-05-25 17:43:20] server_args=ServerArgs(model_path='a', tp_size=1, mem_fraction_static=0.85)",
         "[2026-05-25 17:43:39] INFO:     Started server process [25892]",
+        "[2026-05-25 17:49:00] INFO:     Finished server process [25892]",
         "[2026-05-25 17:50:00] INFO:     Started server process [26000]",
     ]
     runs, diff = runs_and_diffs(tmp_path, lines)
@@ -131,6 +133,36 @@ def test_plain_log_with_two_launches_is_two_runs(tmp_path) -> None:
         [1, 20080, "restarted"], [2, 25892, "restarted"], [3, 26000, "running"]]
     assert diff[["from_run", "to_run", "key", "old", "new"]].values.tolist() == [
         [1, 2, "mem_fraction_static", 0.8, 0.85]]
+
+
+def test_tokenizer_workers_of_one_launch_are_one_run(tmp_path) -> None:
+    """`--tokenizer-worker-num 4`: each worker logs its own uvicorn start while the launch comes up."""
+    lines = ["[2026-05-25 17:21:50] server_args=ServerArgs(model_path='a', tokenizer_worker_num=4)"]
+    lines += [f"[2026-05-25 17:2{2 + i}:19] INFO:     Started server process [{20080 + i}]" for i in range(4)]
+    lines += ["[2026-05-25 17:31:50] The server is fired up and ready to roll!"]
+    runs, _ = runs_and_diffs(tmp_path, lines)
+    assert runs[["ordinal", "end_reason", "ready_at"]].astype(str).values.tolist() == [
+        ["1", "running", "2026-05-25 17:31:50"]]
+
+
+def test_journald_pids_whose_lifetimes_overlap_are_one_launch(tmp_path) -> None:
+    """Workers logging under their own PIDs interleave with the main process: one run. A PID that
+    starts after every earlier one has ended is a new launch."""
+    def line(sec: int, pid: int, text: str) -> str:
+        return f"May 25 17:22:{sec:02d} node python3[{pid}]: [2026-05-25 17:22:{sec:02d}] {text}"
+    lines = [
+        line(1, 100, "server_args=ServerArgs(model_path='a')"),
+        line(2, 101, "Load weight begin. avail mem=78.64 GB"),
+        line(3, 100, "INFO:     Started server process [100]"),
+        line(4, 102, "Load weight begin. avail mem=78.64 GB"),
+        line(5, 100, "The server is fired up and ready to roll!"),
+        line(30, 200, "Load weight begin. avail mem=78.64 GB"),
+        line(31, 201, "Load weight begin. avail mem=78.64 GB"),
+        line(32, 200, "INFO:     Started server process [200]"),
+    ]
+    runs, _ = runs_and_diffs(tmp_path, lines)
+    assert runs[["ordinal", "pid", "end_reason"]].values.tolist() == [[1, 100, "restarted"], [2, 200, "running"]]
+    assert runs["started_at"].astype(str).tolist() == ["2026-05-25 17:22:01", "2026-05-25 17:22:30"]
 
 
 @pytest.mark.parametrize("range_join_max_runs", [0, 10_000])  # both ways of finding each line's run
