@@ -1,5 +1,5 @@
--- runs: one row per server run (one launch and its worker processes): when it started, became ready and ended, why it
--- ended, what it loaded, what memory it used and how much it served.
+-- runs: one row per server run (one launch and its worker processes): when it started, became
+-- ready and ended, why it ended, what it loaded, what memory it used and how much it served.
 --
 -- Per-rank figures are rank 0's (TP0, or the untagged rank of a TP=1 server); `host_cache_gb_total`
 -- sums every rank. `weights_*` and `kv_*` are the target model's; the draft model (speculative
