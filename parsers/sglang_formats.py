@@ -73,6 +73,11 @@ STARTUP = (
             "v0.5.18",
             "KV Cache VA upper bound. dtype: torch.bfloat16, #tokens: 100, KV size: 1.00 GB",
             {"pool": "kv", "va_upper_bound": "true"}),
+    # A checkpoint tensor the model has no parameter for (FP8 k/v scales of many checkpoints): one line
+    # per layer, so one kind whatever the layer; the skipped name is the detail.
+    Pattern("param_not_loaded", "notices",
+            r"Parameter (?P<detail>\S+)(?: \(mapped to (?P<origin>\S+)\))? not found in params_dict", "v0.4+",
+            "Parameter model.layers.3.self_attn.k_scale not found in params_dict, skip loading", {"topic": "weights"}),
     Pattern("kv_cache_post_capture", "kv_cache",
             r"Post-capture KV sizing: KV cache allocated\. dtype: (?P<dtype>[\w.]+), #tokens: (?P<tokens>\d+), "
             rf"KV size: {num('kv_size_gib')} GB, avail mem={num('avail_mem_gib')} GB",

@@ -235,3 +235,17 @@ def test_an_empty_group_is_null_on_the_block_and_the_line_by_line_paths(tmp_path
         '[2026-03-01 10:00:02] höst:5 - "GET /health HTTP/1.1" 200 ',  # non-ASCII: read by Python `re`
     ])
     assert con.execute("SELECT status, reason FROM http_requests ORDER BY line_no").fetchall() == [(200, None)] * 3
+
+
+def test_a_checkpoint_tensor_without_parameter_is_one_kind_whatever_its_layer(tmp_path: Path) -> None:
+    con = ingest_lines(tmp_path, [
+        "[2026-03-01 10:00:00 TP0] Parameter model.layers.7.self_attn.k_scale not found in params_dict",
+        "[2026-03-01 10:00:00 TP1] Parameter model.layers.12.self_attn.v_scale not found in params_dict, skip loading",
+        "[2026-03-01 10:00:01 TP0] Parameter layers.3.mlp.gate.weight (mapped to layers.3.mlp.gate.w) "
+        "not found in params_dict, skip loading",
+    ])
+    assert con.execute("SELECT kind, topic, detail, origin FROM notices ORDER BY line_no").fetchall() == [
+        ("param_not_loaded", "weights", "model.layers.7.self_attn.k_scale", None),
+        ("param_not_loaded", "weights", "model.layers.12.self_attn.v_scale", None),
+        ("param_not_loaded", "weights", "layers.3.mlp.gate.weight", "layers.3.mlp.gate.w"),
+    ]
