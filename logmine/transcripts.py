@@ -23,6 +23,7 @@ from .parsers.envelopes import TimeContext, detect_format
 from .parsers.launch_config import config_from_unit_or_command, parse_launch_command
 from .parsers.log_lines import ColumnBatch, LineParser
 from .parsers.shell_commands import file_write_from_tool, split_command
+from .parsers.transcripts.common import classify_ending
 from .parsers.transcripts.detect import read_transcripts
 from .parsers.transcripts.model import Message, ParseProblem, Part, Session, ToolCall, UnknownRecord
 from .store import create_table, next_source_id, run, upsert_source
@@ -43,7 +44,7 @@ TABLES: dict[str, dict[str, str]] = {
                    "message_index": "INTEGER", "call_id": "VARCHAR", "tool": "VARCHAR", "input": "JSON",
                    "output": "VARCHAR", "status": "VARCHAR", "is_error": "BOOLEAN", "exit_code": "INTEGER",
                    "started_at": "TIMESTAMP", "ended_at": "TIMESTAMP", "duration_s": "DOUBLE",
-                   "child_session_id": "VARCHAR"},
+                   "child_session_id": "VARCHAR", "ended_by": "VARCHAR"},
     "unknown_records": {"source_id": "INTEGER", "session_id": "VARCHAR", "path": "VARCHAR", "line": "BIGINT",
                         "record_type": "VARCHAR", "raw": "VARCHAR"},
     "transcript_problems": {"source_id": "INTEGER", "path": "VARCHAR", "line": "BIGINT", "message": "VARCHAR"},
@@ -139,6 +140,8 @@ def add_record(record: object, source_id: int, rows: dict[str, list[dict]], know
     if session_id in known:
         skipped.add(session_id)
         return
+    if isinstance(record, ToolCall):
+        classify_ending(record)
     row = {"source_id": source_id, **_utc(asdict(record))}
     if isinstance(record, Message):
         report.messages += 1

@@ -505,3 +505,46 @@ def test_opencode_concat_stream_with_a_broken_object(tmp_path):
     assert summary.messages[0].cost_usd == 0.5
     parts = [record for record in opencode.read(path) if isinstance(record, Part)]
     assert [(part.id, part.message_id, part.type) for part in parts] == [("prt_2", "msg_1", "step-finish")]
+
+
+# ------------------------------------------------------------------------ calls that did not end by themselves
+
+
+@pytest.mark.parametrize("output, cause", [
+    ("Loading weights...\n\n<bash_metadata>\nbash tool terminated command after exceeding timeout 20000 ms\n"
+     "</bash_metadata>", "timeout"),
+    ("(no output)\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout 120000 ms. If this "
+     "command is expected to take longer ...\n</shell_metadata>", "timeout"),
+    ("partial\n\n<bash_metadata>\nUser aborted the command\n</bash_metadata>", "interrupt"),
+    ("Command timed out after 2m 0.0s", "timeout"),
+    ("[Request interrupted by user for tool use]", "interrupt"),
+    ("The user doesn't want to proceed with this tool use. The tool use was rejected (eg. ...)", "denied"),
+    ("Permission to use Bash has been denied.", "denied"),
+    ("exec command rejected by user", "denied"),
+    ("curl: (28) Connection timed out after 5001 milliseconds", None),  # the command's own words
+    ("Command timed out after 3 tries? no: the script printed this\nUser aborted the command here", "timeout"),
+])
+def test_a_call_ended_by_a_timeout_interrupt_or_denial_is_an_error(output: str, cause: str | None) -> None:
+    from logmine.parsers.transcripts.common import classify_ending
+
+    call = ToolCall("s", "m", 0, "c", "bash", output=output, status="completed", is_error=False)
+    classify_ending(call)
+    assert (call.ended_by, call.status, call.is_error) == (
+        (cause, "error", True) if cause else (None, "completed", False))
+
+
+def test_claude_interrupted_bash_is_stored_as_interrupted(tmp_path):
+    from logmine import api
+
+    tool_use = {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "sleep 999"}}
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "partial output"}
+    path = write_lines(tmp_path / "s1.jsonl", [
+        claude_line("user", "u1", "2026-01-01T00:00:00Z", {"role": "user", "content": "go"}),
+        claude_line("assistant", "a1", "2026-01-01T00:00:01Z", assistant_block(tool_use, 9)),
+        claude_line("user", "u2", "2026-01-01T00:00:09Z", {"role": "user", "content": [result]},
+                    toolUseResult={"stdout": "partial output", "stderr": "", "interrupted": True}),
+    ])
+    api.ingest([str(path)], db=tmp_path / "t.duckdb")
+    with api.open_db(tmp_path / "t.duckdb") as con:
+        calls = api.query(con, "tool-calls")
+    assert calls[["tool", "status", "is_error", "ended_by"]].values.tolist() == [["Bash", "error", True, "interrupt"]]

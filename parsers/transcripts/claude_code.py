@@ -181,6 +181,8 @@ class _SessionBuilder:
         call.ended_at = parse_timestamp(line.get("timestamp"))
         call.duration_s = seconds_between(call.started_at, call.ended_at)
         call.exit_code = _exit_code(call, result)
+        if isinstance(result, dict) and result.get("interrupted") is True:
+            call.ended_by = "interrupt"
         agent_id = _agent_id_of(result, call.output)
         if agent_id and line.get("sessionId"):
             call.child_session_id = child_session_id(line["sessionId"], agent_id)
