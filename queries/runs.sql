@@ -7,10 +7,7 @@
 -- device); HiCache host memory in decimal GB as SGLang prints it.
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
 WITH selected_runs AS (
-    -- Times to the second, as journalctl's default output shows them, whatever the input's precision.
-    SELECT r.* REPLACE (date_trunc('second', r.started_at) AS started_at, date_trunc('second', r.ready_at) AS ready_at,
-                        date_trunc('second', r.ended_at) AS ended_at),
-           s.display AS source
+    SELECT r.*, s.display AS source
     FROM runs AS r
     JOIN sources AS s USING (source_id)
     WHERE ($source IS NULL OR s.display = $source OR s.path = $source)

@@ -16,6 +16,7 @@ RENDERINGS = ["journal.txt", "journal.jsonl", "journal-cat.txt"]
 # journalctl -o cat drops the envelope, so systemd's own lines carry no time and no PID: the
 # start/end times that only systemd logged, and a PID that only journald knew, cannot be read.
 NOT_IN_CAT_OUTPUT = {"started_at", "ended_at", "load_seconds", "pid"}
+TIMES = {"started_at", "ready_at", "ended_at"}
 
 
 def rounded(value: object) -> object:
@@ -34,6 +35,11 @@ def test_kimi_runs_match_truth(rendering: str, ingested) -> None:
                 assert {k: got["config"][k] for k in value} == value
             elif rendering == "journal-cat.txt" and key in NOT_IN_CAT_OUTPUT:
                 continue
+            elif key in TIMES and value is not None:
+                # truth is read off the short output, to the second; JSON gives microseconds, kept as given
+                assert got[key][:19] == value, (got["ordinal"], key)
+            elif key == "load_seconds" and value is not None:
+                assert abs(got[key] - value) < 1, (got["ordinal"], key)
             else:
                 assert rounded(got[key]) == value, (got["ordinal"], key)
 
@@ -185,3 +191,14 @@ def test_a_crash_loop_of_many_restarts_is_one_run_each(tmp_path, monkeypatch, ra
     assert runs["end_reason"].unique().tolist() == ["failed"]
     assert str(runs["started_at"].iloc[-1]) == "2026-03-01 08:24:59"
     assert len(diff) == 1499 and diff["key"].unique().tolist() == ["mem_fraction_static"]
+
+
+def test_run_times_keep_the_precision_the_log_gives(tmp_path) -> None:
+    """Millisecond stamps of a plain log stay milliseconds through the runs and the load time."""
+    lines = [
+        "[2026-05-25 17:21:50.120] server_args=ServerArgs(model_path='a', tp_size=1)",
+        "[2026-05-25 17:22:57.831] The server is fired up and ready to roll!",
+    ]
+    runs, _ = runs_and_diffs(tmp_path, lines)
+    assert runs["load_seconds"].tolist() == [67.71]
+    assert str(runs["started_at"].iloc[0]) == "2026-05-25 17:21:50.120000"
