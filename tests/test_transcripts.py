@@ -548,3 +548,25 @@ def test_claude_interrupted_bash_is_stored_as_interrupted(tmp_path):
     with api.open_db(tmp_path / "t.duckdb") as con:
         calls = api.query(con, "tool-calls")
     assert calls[["tool", "status", "is_error", "ended_by"]].values.tolist() == [["Bash", "error", True, "interrupt"]]
+
+
+def test_a_subagent_transcript_without_its_parents_folder_is_a_child_session_not_a_duplicate(tmp_path):
+    """Recognised from its own records (every message a side chain of one agent), wherever the file lies."""
+    from logmine import api
+
+    parent = write_lines(tmp_path / "parent" / "s1.jsonl", [
+        claude_line("user", "u1", "2026-01-01T00:00:00Z", {"role": "user", "content": "go"}),
+        claude_line("user", "u9", "2026-01-01T00:00:05Z", {"role": "user", "content": "aside"},
+                    isSidechain=True, agentId="old"),  # older files keep side chains among the main lines
+    ])
+    child = write_lines(tmp_path / "elsewhere" / "copied-subagent.jsonl", [
+        claude_line("user", f"x{i}", f"2026-01-01T00:00:0{i}Z", {"role": "user", "content": f"step {i}"},
+                    isSidechain=True, agentId="abc123")
+        for i in range(1, 4)
+    ])
+    report = api.ingest([str(parent), str(child)], db=tmp_path / "t.duckdb")
+    assert [t.status for t in report.transcripts] == ["new", "new"]
+    with api.open_db(tmp_path / "t.duckdb") as con:
+        sessions = con.execute("SELECT id, parent_id, (SELECT count(*) FROM messages m WHERE m.session_id = s.id) "
+                               "FROM sessions s ORDER BY id").fetchall()
+    assert sessions == [("s1", None, 2), ("s1:agent-abc123", "s1", 3)]
