@@ -202,3 +202,25 @@ def test_run_times_keep_the_precision_the_log_gives(tmp_path) -> None:
     runs, _ = runs_and_diffs(tmp_path, lines)
     assert runs["load_seconds"].tolist() == [67.71]
     assert str(runs["started_at"].iloc[0]) == "2026-05-25 17:21:50.120000"
+
+
+def test_a_sliding_window_pool_sized_after_the_draft_weights_is_the_targets(tmp_path) -> None:
+    """DFLASH loads the draft's weights before the target's pools are sized: the two pools of a
+    sliding-window model are the target's (their total is the pool), the pool after them the draft's."""
+    lines = [f"[2026-08-01 21:51:{i:02d}] {text}" for i, text in enumerate([
+        "server_args=ServerArgs(model_path='m', speculative_algorithm='DFLASH')",
+        "Load weight begin. avail mem=115.26 GB",
+        "Load weight end. elapsed=618.01 s, type=M, avail mem=22.10 GB, mem usage=93.16 GB.",
+        "Load weight begin. avail mem=21.69 GB",
+        "Load weight end. elapsed=12.68 s, type=D, avail mem=18.98 GB, mem usage=2.71 GB.",
+        "Use sliding window memory pool. full_layer_tokens=32997, swa_layer_tokens=26397",
+        "KV Cache is allocated. dtype: torch.bfloat16, #tokens: 26397, K size: 1.81 GB, V size: 1.81 GB",
+        "KV Cache is allocated. dtype: torch.bfloat16, #tokens: 32997, K size: 0.76 GB, V size: 0.76 GB",
+        "SWAKVPool mem usage: 5.14 GB, swa size: 26397, full size: 32997",
+        "KV Cache is allocated. dtype: torch.bfloat16, #tokens: 32997, K size: 0.38 GB, V size: 0.38 GB",
+    ])]
+    runs, _ = runs_and_diffs(tmp_path, lines)
+    assert runs[["kv_tokens", "kv_gib_per_rank", "weights_gib_per_rank"]].values.tolist() == [[32997, 5.14, 93.16]]
+    with api.open_db(tmp_path / "t.duckdb") as con:
+        roles = api.sql(con, "SELECT model_role FROM kv_cache_by_run WHERE kind = 'kv_cache_allocated' ORDER BY line_no")
+    assert roles["model_role"].tolist() == ["target", "target", "draft"]
