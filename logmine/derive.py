@@ -148,7 +148,8 @@ def create_run_views(con: duckdb.DuckDBPyConnection) -> None:
     """`<table>_by_run` views: each event with its run ordinal, rank label and model role.
 
     The role is `draft` from a rank's second `Load weight begin` on (speculative decoding loads the
-    draft model after the target), else `target`.
+    draft model after the target), else `target`. A KV pool is the draft's only once the target's
+    pool is complete: some drafts (DFLASH) load their weights before the target's pools are sized.
     """
     same_rank = " AND ".join(f"e.{c} IS NOT DISTINCT FROM d.{c}" for c in RANK_KEY)
     label = "concat_ws(' ', " + ", ".join(f"'{c.upper()}' || e.{c}" for c in RANK_KEY) + ")"
@@ -161,15 +162,38 @@ def create_run_views(con: duckdb.DuckDBPyConnection) -> None:
              AND e.line_no BETWEEN r.first_line_no AND r.last_line_no
             WHERE e.kind = 'load_weight_begin')
         WHERE n = 2""")
-    for table in EVENT_TABLE_NAMES:
-        run(con, f"""CREATE OR REPLACE VIEW {table}_by_run AS
-            SELECT r.ordinal AS run, {label} AS rank, ({rank0}) AS is_rank0,
-                   CASE WHEN d.draft_from_line IS NOT NULL AND e.line_no >= d.draft_from_line
-                        THEN 'draft' ELSE 'target' END AS model_role,
-                   e.*
-            FROM {table} AS e
+    placed = f"""SELECT r.ordinal AS run, {label} AS rank, ({rank0}) AS is_rank0, d.draft_from_line, e.*
+            FROM {{table}} AS e
             JOIN runs AS r ON e.source_id = r.source_id AND e.line_no BETWEEN r.first_line_no AND r.last_line_no
-            LEFT JOIN draft_starts AS d ON d.source_id = e.source_id AND d.run = r.ordinal AND {same_rank}""")
+            LEFT JOIN draft_starts AS d ON d.source_id = e.source_id AND d.run = r.ordinal AND {same_rank}"""
+    is_draft = "draft_from_line IS NOT NULL AND line_no >= draft_from_line"
+    for table in EVENT_TABLE_NAMES:
+        if table == "kv_cache":
+            continue
+        run(con, f"""CREATE OR REPLACE VIEW {table}_by_run AS
+            SELECT run, rank, is_rank0, CASE WHEN {is_draft} THEN 'draft' ELSE 'target' END AS model_role,
+                   * EXCLUDE (run, rank, is_rank0, draft_from_line)
+            FROM ({placed.format(table=table)})""")
+    # The target's pool is complete at its first KV allocation outside a sliding-window group (which
+    # logs two allocations, then `SWAKVPool mem usage`).
+    rank = ", ".join(["source_id", "run", *RANK_KEY])
+    run(con, f"""CREATE OR REPLACE VIEW kv_cache_by_run AS
+        WITH placed AS (
+            SELECT *,
+                max(line_no) FILTER (kind = 'swa_pool_split') OVER upto AS last_split,
+                max(line_no) FILTER (kind = 'swa_pool_usage') OVER upto AS last_usage
+            FROM ({placed.format(table="kv_cache")})
+            WINDOW upto AS (PARTITION BY {rank} ORDER BY line_no ROWS UNBOUNDED PRECEDING)
+        ), pools AS (
+            SELECT *, min(line_no) FILTER (kind = 'swa_pool_usage' OR (kind = 'kv_cache_allocated' AND
+                                           (last_split IS NULL OR last_usage > last_split)))
+                          OVER (PARTITION BY {rank}) AS target_pool_end
+            FROM placed
+        )
+        SELECT run, rank, is_rank0,
+               CASE WHEN {is_draft} AND line_no > target_pool_end THEN 'draft' ELSE 'target' END AS model_role,
+               * EXCLUDE (run, rank, is_rank0, draft_from_line, last_split, last_usage, target_pool_end)
+        FROM pools""")
 
 
 def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None) -> list[Run]:

@@ -222,5 +222,6 @@ def test_a_sliding_window_pool_sized_after_the_draft_weights_is_the_targets(tmp_
     runs, _ = runs_and_diffs(tmp_path, lines)
     assert runs[["kv_tokens", "kv_gib_per_rank", "weights_gib_per_rank"]].values.tolist() == [[32997, 5.14, 93.16]]
     with api.open_db(tmp_path / "t.duckdb") as con:
-        roles = api.sql(con, "SELECT model_role FROM kv_cache_by_run WHERE kind = 'kv_cache_allocated' ORDER BY line_no")
+        roles = api.sql(con, "SELECT model_role FROM kv_cache_by_run "
+                             "WHERE kind = 'kv_cache_allocated' ORDER BY line_no")
     assert roles["model_role"].tolist() == ["target", "target", "draft"]
