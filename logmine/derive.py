@@ -454,6 +454,7 @@ def link_config_writes(con: duckdb.DuckDBPyConnection) -> None:
         SELECT c.session_id, c.message_id, c.message_index, c.call_id, c.origin, c.path, c.host,
                c.written_at + to_seconds(k.utc_offset_s) AS local_time, c.args
         FROM config_snapshots AS c JOIN session_clock AS k USING (session_id)
+        WHERE c.origin IN ('unit_file', 'launch_command')  -- what the agent set, not what it read
         ORDER BY c.session_id, c.message_index, c.call_id""")
     runs = run(con, """SELECT r.source_id, r.ordinal, r.started_at, c.args FROM runs AS r
                        LEFT JOIN configs AS c USING (config_id) ORDER BY r.started_at, r.source_id, r.ordinal""")

@@ -492,6 +492,34 @@ def _script_writes(script: str, depth: int) -> list[FileWrite]:
     return [w for p in parse_script(script) for w in _pipeline_writes(p, depth)]
 
 
+# ---------------------------------------------------------------------------------------------------------
+# Configuration the command prints (read, not written)
+# ---------------------------------------------------------------------------------------------------------
+
+ConfigSource = Literal["unit_read", "process_args"]
+
+
+def config_reads(command: str) -> list[tuple[ConfigSource, str | None]]:
+    """What configuration a step prints, so that its output shows the state before the agent changed it:
+    `systemctl cat UNIT` and `cat /etc/systemd/system/UNIT` (a unit file, with the path when the command
+    names it) and `ps` (the running server's command line)."""
+    reads: list[tuple[ConfigSource, str | None]] = []
+    for pipeline in parse_script(command):
+        for simple in pipeline.commands:
+            words, _sudo = strip_command_prefixes(simple.words)
+            name = program_name(words[0]) if words else ""
+            if name == "systemctl" and "cat" in words[1:]:
+                reads.append(("unit_read", None))  # systemctl prints each file's path as a comment
+            elif name == "cat":
+                reads += [("unit_read", w) for w in words[1:] if w.endswith(_UNIT_SUFFIXES)]
+            elif name == "ps":
+                reads.append(("process_args", None))
+    return reads
+
+
+_UNIT_SUFFIXES = (".service", ".conf")
+
+
 def file_write_from_tool(tool: str, tool_input: Mapping[str, object]) -> FileWrite | None:
     """FileWrite for an agent's file tool call: opencode `write`/`edit`, Claude Code `Write`/`Edit`."""
     path = tool_input.get("filePath") or tool_input.get("file_path")

@@ -570,3 +570,35 @@ def test_a_subagent_transcript_without_its_parents_folder_is_a_child_session_not
         sessions = con.execute("SELECT id, parent_id, (SELECT count(*) FROM messages m WHERE m.session_id = s.id) "
                                "FROM sessions s ORDER BY id").fetchall()
     assert sessions == [("s1", None, 2), ("s1:agent-abc123", "s1", 3)]
+
+
+def test_a_unit_file_the_agent_printed_is_the_state_its_first_write_changed(tmp_path):
+    """`systemctl cat` before the first write: the write's change is known, and a read links no run."""
+    from logmine import api
+
+    unit = "[Service]\nExecStart=/usr/bin/python3 -m sglang.launch_server --model-path /m --hicache-ratio {}\n"
+    cat_call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ssh node systemctl cat x"}}
+    ps_call = {"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "ssh node 'ps -eo args'"}}
+    write_call = {"type": "tool_use", "id": "t3", "name": "Bash", "input": {
+        "command": "ssh node 'sudo tee /etc/systemd/system/x.service' <<'EOF'\n" + unit.format(4) + "EOF"}}
+    results = [
+        ("t1", "# /etc/systemd/system/x.service\n[Unit]\nDescription=x\n\n" + unit.format(2)),
+        ("t2", "ARGS\n/usr/bin/python3 -m sglang.launch_server --model-path /m --hicache-ratio 2\nbash\n"),
+        ("t3", unit.format(4)),
+    ]
+    lines = [claude_line("user", "u0", "2026-01-01T00:00:00Z", {"role": "user", "content": "raise the ratio"})]
+    for i, (call, (call_id, output)) in enumerate(zip([cat_call, ps_call, write_call], results, strict=True)):
+        block = {**assistant_block(call, 1), "id": f"msg_{i}"}
+        lines += [claude_line("assistant", f"a{i}", f"2026-01-01T00:00:0{2 * i + 1}Z", block),
+                  claude_line("user", f"r{i}", f"2026-01-01T00:00:0{2 * i + 2}Z", {"role": "user", "content": [
+                      {"type": "tool_result", "tool_use_id": call_id, "content": output}]})]
+    path = write_lines(tmp_path / "s1.jsonl", lines)
+    api.ingest([str(path)], db=tmp_path / "t.duckdb")
+    with api.open_db(tmp_path / "t.duckdb") as con:
+        changes = api.query(con, "config-changes")
+    assert changes[["origin", "host", "path"]].fillna("-").values.tolist() == [
+        ["unit_read", "node", "/etc/systemd/system/x.service"],
+        ["process_args", "node", "-"],
+        ["unit_file", "node", "/etc/systemd/system/x.service"],
+    ]
+    assert changes["changed"].tolist()[2] == {"hicache_ratio": [2, 4]}
