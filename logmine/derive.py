@@ -20,6 +20,7 @@ from datetime import timedelta
 import duckdb
 import pyarrow as pa
 
+from . import templates
 from .parsers.events import EVENT_TABLES
 from .store import append, create_table, run, typed_table
 
@@ -94,8 +95,11 @@ class Run:
 
 
 def rebuild(con: duckdb.DuckDBPyConnection, utc_offset: timedelta | None = None) -> None:
-    """Recompute runs, configs, config diffs and the links between transcripts and runs."""
+    """Recompute runs, configs, config diffs, the untyped lines' templates and the links between
+    transcripts and runs."""
     rebuild_runs(con)
+    if _has_table(con, "lines"):
+        templates.mine(con)
     if _has_table(con, "sessions"):
         link_transcripts(con, utc_offset)
 
