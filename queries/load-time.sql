@@ -6,6 +6,7 @@
 -- decoding), each rank's own; the HiCache host pool is timed from the rank's `Allocating` line to the
 -- HTTP server starting (SGLang pins the host memory in between); then warmup until the server is ready. `slowest` marks the rank that finished its
 -- startup last: the one the whole server waited for.
+-- Columns: source, run, rank, weights_s, cuda_graph_s, total_s, slowest
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
 WITH selected AS (
     SELECT r.*, s.display AS source FROM runs AS r JOIN sources AS s USING (source_id)

@@ -6,6 +6,7 @@
 -- is that figure computed from the log, beside the KV size SGLang logged, so a reader sees whether
 -- the numbers add up (`kv_gap_gib` near 0) or something else (draft model, page alignment,
 -- --max-total-tokens) took a share. HiCache host pools are in decimal GB as logged, and in GiB.
+-- Columns: source, run, rank, weights_gib, kv_gib, kv_formula_gib, kv_gap_gib
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
 WITH selected AS (
     SELECT r.*, s.display AS source,

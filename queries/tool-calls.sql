@@ -1,5 +1,6 @@
 -- tool-calls: every tool call an agent made, in order: tool, status, exit code, duration, and the
 -- command or the first line of its input.
+-- Columns: message_index, tool, status, exit_code, input_summary
 -- Parameters: $session (session id, NULL for all).
 SELECT
     t.session_id,

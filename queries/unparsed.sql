@@ -3,6 +3,7 @@
 -- A template is the message with its SGLang prefix, paths, hex ids and numbers masked, so a
 -- thousand "Foo took 1.23 s" lines count as one template. Each row shows the first example and
 -- where it is (source and line number), so a new SGLang message can be turned into a pattern.
+-- Columns: count, template, source, line
 -- Parameters: $limit (rows to return).
 WITH untyped AS (
     SELECT
