@@ -89,6 +89,7 @@ def cell(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, float):
+        value = value + 0.0  # -0.0, a rounded tiny negative, reads as 0.0
         # Figures keep the precision SGLang logged (2 decimals); longer floats are rounded for the eye.
         return str(value) if value == round(value, 2) else f"{value:.2f}"
     if isinstance(value, (list, dict)):
