@@ -110,12 +110,16 @@ def open_db(db: str | Path = DEFAULT_DB) -> Iterator[duckdb.DuckDBPyConnection]:
 
 
 def engine(db: str | Path = DEFAULT_DB) -> sqlalchemy.engine.Engine:
-    """A read-only SQLAlchemy engine on a logmine database, for `pandas.read_sql` and notebook tools."""
+    """A read-only SQLAlchemy engine on a logmine database, for `pandas.read_sql` and notebook tools
+    (jupysql's `%sql engine`); it holds the file only while a query runs."""
     import sqlalchemy  # here, not at the top: it would add a quarter second to every command's start
 
     if not Path(db).exists():
         raise FileNotFoundError(f"{db}: no such database (run `logmine ingest` first)")
-    return sqlalchemy.create_engine(f"duckdb:///{Path(db).resolve()}", connect_args={"read_only": True})
+    # No pool: each query opens the file and closes it after, so that `logmine ingest` (which needs the file
+    # alone) can run between a notebook's cells.
+    return sqlalchemy.create_engine(f"duckdb:///{Path(db).resolve()}", connect_args={"read_only": True},
+                                    poolclass=sqlalchemy.pool.NullPool)
 
 
 def query(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> pd.DataFrame:

@@ -168,6 +168,29 @@ def diff(run_a: str, run_b: str, db: str, fmt: str, columns: str | None, no_page
         show(api.diff(con, run_a, run_b), fmt, columns, no_pager)
 
 
+@main.command()
+@DB_OPTION
+@click.option("--port", type=int, default=None, help="Port to serve on (default: a free one).")
+@click.option("--run", "run_", type=int, default=None, help="The run the postmortem notebook shows (default: the "
+              "last that ended badly, else the last).")
+@click.option("--browser/--no-browser", default=False, show_default=True, help="Open the lab in a web browser.")
+def lab(db: str, port: int | None, run_: int | None, browser: bool) -> None:
+    """Open the database in JupyterLab, on the bundled notebooks (explore, postmortem)."""
+    from . import lab as jupyter
+
+    try:
+        server = jupyter.start(db, port=port, run=run_, open_browser=browser)
+    except jupyter.LabError as exc:
+        fail(str(exc))
+    click.echo(f"JupyterLab on {server.url}\n  notebooks in {server.root}, database {db} "
+               f"(${jupyter.DB_ENV} in the notebooks)\n  Ctrl-C stops it")
+    code = server.serve()
+    if code is None:
+        click.echo("JupyterLab stopped")
+    elif code:
+        fail(f"JupyterLab exited (code {code})")
+
+
 def fail(message: str) -> None:
     click.echo(f"logmine: {message}", err=True)
     sys.exit(2)
@@ -186,4 +209,19 @@ def run() -> None:
         duckdb = sys.modules.get("duckdb")  # imported by whichever command opened a database
         if duckdb is None or not isinstance(exc, duckdb.Error):
             raise
-        fail(f"database error: {str(exc).splitlines()[0]}")
+        fail(locked_message(exc) or f"database error: {str(exc).splitlines()[0]}")
+
+
+def locked_message(exc: Exception) -> str | None:
+    """What to do when another process holds the database: a reader blocks an ingest, an ingest blocks readers."""
+    from .store import lock_holder
+
+    holder = lock_holder(exc)
+    if holder is None:
+        return None
+    db, pid, command = holder
+    command = " ".join(command.split())
+    if sys.argv[1:2] == ["ingest"]:
+        return (f"{db} is open in process {pid} ({command[:80]}); an ingest needs it alone: close it there (a "
+                "notebook: run its last cell or restart the kernel) and ingest again; the database is unchanged")
+    return f"{db} is being written by process {pid} ({command[:80]}); run this again when it is done"

@@ -48,6 +48,11 @@ class Rows:
     def __len__(self) -> int:
         return len(self.rows)
 
+    def to_pandas(self) -> pd.DataFrame:
+        import pandas as pd
+
+        return pd.DataFrame(self.rows, columns=self.columns)
+
 
 def as_rows(data: pd.DataFrame | Rows) -> Rows:
     if isinstance(data, Rows):

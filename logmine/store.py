@@ -35,6 +35,24 @@ def connect(db: str | Path = DEFAULT_DB, read_only: bool = False) -> duckdb.Duck
     return duckdb.connect(str(db), read_only=read_only)
 
 
+LOCK_CONFLICT = re.compile(r'Could not set lock on file "(?P<db>[^"]+)": Conflicting lock is held in (?P<program>.+?) '
+                           r"\(PID (?P<pid>\d+)\)")
+
+
+def lock_holder(error: Exception) -> tuple[str, int, str] | None:
+    """(database, PID, command line) of the process whose hold on the file made `error`, if that is what it
+    is: DuckDB lets one process write a database file or several read it, never both at once."""
+    found = LOCK_CONFLICT.search(str(error))
+    if not found:
+        return None
+    pid = int(found["pid"])
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        command = found["program"]
+    return found["db"], pid, command
+
+
 def run(con: duckdb.DuckDBPyConnection, statement: str, params: list | dict | None = None) -> list[tuple]:
     """Execute a statement and drain its result (DuckDB refuses new work while a result is pending)."""
     return con.execute(statement, params or []).fetchall()
