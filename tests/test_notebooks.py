@@ -8,21 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from logmine import api
-
 nbclient = pytest.importorskip("nbclient")
 nbformat = pytest.importorskip("nbformat")
 pytest.importorskip("sql", reason="jupysql (the notebook extra) is not installed")
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "examples" / "demo"
-
-
-@pytest.fixture(scope="module")
-def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("notebooks") / "demo.duckdb"
-    api.ingest([str(DEMO / "journal.txt"), str(DEMO / "session.opencode.json")], db=db)
-    return db
 
 
 def execute(name: str, db: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, str]:

@@ -15,19 +15,20 @@ from pathlib import Path
 
 import pytest
 
-from logmine import api, named_queries
+from logmine import named_queries
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "examples" / "demo"
 
 
-def in_terminal(columns: int, *args: str, rows: int = 50, env: dict[str, str] | None = None) -> str:
-    """`logmine ARGS` with stdout on a pseudo-terminal of `columns` x `rows`; what it showed."""
+def in_terminal(columns: int, *args: str, rows: int = 50, env: dict[str, str] | None = None,
+                program: list[str] | None = None) -> str:
+    """`logmine ARGS` (or `PROGRAM ARGS`) with stdout on a pseudo-terminal of `columns` x `rows`; what it showed."""
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
     environment = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "PAGER")} | (env or {})
-    process = subprocess.Popen([sys.executable, "-m", "logmine", *args], stdin=follower, stdout=follower,
-                               stderr=follower, env=environment)
+    command = [*(program or [sys.executable, "-m", "logmine"]), *args]
+    process = subprocess.Popen(command, stdin=follower, stdout=follower, stderr=follower, env=environment)
     os.close(follower)
     output = b""
     while select.select([leader], [], [], 30)[0]:
@@ -43,27 +44,33 @@ def in_terminal(columns: int, *args: str, rows: int = 50, env: dict[str, str] | 
     return output.decode().replace("\r\n", "\n")
 
 
-@pytest.fixture(scope="module")
-def demo_db(tmp_path_factory: pytest.TempPathFactory) -> str:
-    db = tmp_path_factory.mktemp("terminal") / "demo.duckdb"
-    api.ingest([str(DEMO / "journal.txt"), str(DEMO / "session.opencode.json")], db=db)
-    return str(db)
+# Every named query in one process per terminal width (a process each would take 48 starts), each as
+# `logmine query NAME` runs it, between marker lines.
+EVERY_QUERY = """
+import sys
+from logmine import cli, named_queries
+for name in named_queries.names():
+    print("=== " + name, flush=True)
+    cli.main(["query", name, "--db", sys.argv[1], "--no-pager"], standalone_mode=False)
+"""
 
 
 @pytest.mark.parametrize("columns", [80, 120, 200])
-def test_every_named_query_fits_the_terminal_and_shows_its_key_columns(demo_db: str, columns: int) -> None:
-    for name in named_queries.names():
-        shown = in_terminal(columns, "query", name, "--db", demo_db, "--no-pager")
-        too_wide = [line for line in shown.splitlines() if len(line) > columns]
+def test_every_named_query_fits_the_terminal_and_shows_its_key_columns(demo_db: Path, columns: int) -> None:
+    shown = in_terminal(columns, "-c", EVERY_QUERY, str(demo_db), program=[sys.executable])
+    outputs = dict(re.findall(r"^=== (\S+)\n(.*?)(?=^=== |\Z)", shown, re.S | re.M))
+    assert sorted(outputs) == named_queries.names()
+    for name, output in outputs.items():
+        too_wide = [line for line in output.splitlines() if len(line) > columns]
         assert not too_wide, (name, too_wide[:2])
         if name == "unparsed":  # every line of the demo is typed
-            assert shown.strip() == "(0 rows)"
+            assert output.strip() == "(0 rows)"
             continue
-        missing = [c for c in named_queries.key_columns(name) if not re.search(rf"(^|[ │]){c}( |$)", shown, re.M)]
+        missing = [c for c in named_queries.key_columns(name) if not re.search(rf"(^|[ │]){c}( |$)", output, re.M)]
         assert not missing, (name, columns, missing)
 
 
-def test_a_narrow_terminal_gets_records_and_is_told_what_was_left_out(demo_db: str) -> None:
+def test_a_narrow_terminal_gets_records_and_is_told_what_was_left_out(demo_db: Path) -> None:
     shown = in_terminal(80, "query", "memory-budget", "--db", demo_db, "--run", "3", "--no-pager")
     assert shown.startswith("-[ RECORD 1 ]") and "rank           │ all ranks" in shown
     wide = in_terminal(200, "runs", "--db", demo_db, "--no-pager")
@@ -73,7 +80,7 @@ def test_a_narrow_terminal_gets_records_and_is_told_what_was_left_out(demo_db: s
     assert picked.splitlines()[0].split() == ["ordinal", "│", "errors"] and "more column" not in picked
 
 
-def test_long_output_goes_through_the_pager_unless_told_not_to(demo_db: str, tmp_path: Path) -> None:
+def test_long_output_goes_through_the_pager_unless_told_not_to(demo_db: Path, tmp_path: Path) -> None:
     pager = tmp_path / "pager"
     pager.write_text("#!/bin/sh\nsed 's/^/paged: /'\n")
     pager.chmod(0o755)
@@ -85,7 +92,7 @@ def test_long_output_goes_through_the_pager_unless_told_not_to(demo_db: str, tmp
     assert "paged:" not in short  # fits the screen
 
 
-def test_asking_for_what_does_not_exist_says_what_does(demo_db: str) -> None:
+def test_asking_for_what_does_not_exist_says_what_does(demo_db: Path) -> None:
     def error(*args: str) -> str:
         result = subprocess.run([sys.executable, "-m", "logmine", *args, "--db", demo_db], capture_output=True,
                                 text=True)
@@ -103,7 +110,7 @@ def test_asking_for_what_does_not_exist_says_what_does(demo_db: str) -> None:
     assert shown.splitlines()[1].split("\t")[:2] == [f"{DEMO}/journal.txt", "2"]
 
 
-def test_discoverability(demo_db: str) -> None:
+def test_discoverability(demo_db: Path) -> None:
     helped = in_terminal(80, "query", "--help")
     assert "memory-budget " in helped and max(len(line) for line in helped.splitlines()) <= 80
     listed = subprocess.run([sys.executable, "-m", "logmine", "tables", "--db", demo_db, "--format", "tsv"],
