@@ -20,6 +20,7 @@ from . import named_queries
 from .render import (
     Rows,
     render,  # noqa: F401 - part of the public API
+    shortest_unique_suffixes,
 )
 from .store import DEFAULT_DB, connect
 
@@ -159,8 +160,9 @@ def check_selection(con: duckdb.DuckDBPyConnection, **params: object) -> dict[st
             source=params.get("source")).rows
         if not any(run_ in ordinals for _, ordinals in found):
             where = f" in {source}" if source is not None else ""
-            known = "; ".join(f"{display}: {_spans(ordinals)}" for display, ordinals in found) or "none"
-            raise LookupError(f"no run {run_}{where}; the runs are {known}")
+            names = shortest_unique_suffixes([display for display, _ in found])
+            known = [f"{name}: {_spans(ordinals)}" for name, (_, ordinals) in zip(names, found, strict=True)]
+            raise LookupError(f"no run {run_}{where}; the runs are {_listing(known, separator='; ')}")
     if session is not None:
         ids = [r[0] for r in named_queries.fetch(con, "SELECT id FROM sessions ORDER BY id").rows]
         if session not in ids:
@@ -177,7 +179,8 @@ def resolve_source(con: duckdb.DuckDBPyConnection, source: str) -> str:
         return matches[0]
     if matches:
         raise LookupError(f"source {source!r} names several sources: {_listing(matches)}")
-    raise LookupError(f"no source {source!r}; the sources are {_listing([d for d, _ in known])}")
+    raise LookupError(f"no source {source!r}; the sources are "
+                      f"{_listing(shortest_unique_suffixes([d for d, _ in known]))}")
 
 
 def _spans(numbers: list[int]) -> str:
@@ -191,11 +194,11 @@ def _spans(numbers: list[int]) -> str:
     return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
 
 
-def _listing(names: list[str], limit: int = 10) -> str:
+def _listing(names: list[str], limit: int = 8, separator: str = ", ") -> str:
     if not names:
         return "none"
     more = f" and {len(names) - limit} more" if len(names) > limit else ""
-    return ", ".join(names[:limit]) + more
+    return separator.join(names[:limit]) + more
 
 
 def tables(con: duckdb.DuckDBPyConnection) -> Rows:

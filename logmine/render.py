@@ -190,7 +190,9 @@ def terminal_table(result: Rows, width: int | None, key_columns: Sequence[str] =
         if widths is None:
             lines = expanded(keys, texts, len(shown_rows), width)
             return finish(lines, result, keys, width)
-        chosen = add_columns_that_fit(result.columns, keys, widths, natural, width)
+        filled = [c for c in result.columns if any(texts[c])]  # an empty column is not worth the room
+        chosen = add_columns_that_fit(filled, keys, widths, natural, width)
+        chosen = [c for c in result.columns if c in chosen]
     lines = table_lines(chosen, texts, widths, len(shown_rows))
     return finish(lines, result, chosen, width)
 
@@ -230,12 +232,15 @@ def table_width(widths: dict[str, int]) -> int:
 
 def table_lines(columns: Sequence[str], texts: dict[str, list[str]], widths: dict[str, int], n_rows: int) -> list[str]:
     numeric = {c: all(_looks_numeric(t) for t in texts[c] if t) for c in columns}
+    # A column of paths loses its head when cut, not the file name at its end.
+    paths = {c: all("/" in t and " " not in t for t in texts[c] if t) and any(texts[c]) for c in columns}
 
-    def line(values: Sequence[str]) -> str:
-        cells = [pad(clip(v, widths[c]), widths[c], right=numeric[c]) for c, v in zip(columns, values, strict=True)]
+    def line(values: Sequence[str], header: bool = False) -> str:
+        cells = [pad(clip(v, widths[c], keep_end=paths[c] and not header), widths[c], right=numeric[c])
+                 for c, v in zip(columns, values, strict=True)]
         return (" " + SEPARATOR.join(cells)).rstrip()
 
-    header = line(list(columns))
+    header = line(list(columns), header=True)
     rule = "─" + "─┼─".join("─" * widths[c] for c in columns)
     return [header, rule, *(line([texts[c][i] for c in columns]) for i in range(n_rows))]
 
@@ -294,17 +299,18 @@ def display_width(text: str) -> int:
                for ch in text)
 
 
-def clip(text: str, width: int) -> str:
+def clip(text: str, width: int, keep_end: bool = False) -> str:
+    """`text` cut to `width` terminal columns with an ellipsis, at its end (or, `keep_end`, at its start)."""
     if display_width(text) <= width:
         return text
     out, used = [], 0
-    for ch in text:
+    for ch in reversed(text) if keep_end else text:
         w = display_width(ch)
         if used + w > width - 1:
             break
         out.append(ch)
         used += w
-    return "".join(out) + "…"
+    return "…" + "".join(reversed(out)) if keep_end else "".join(out) + "…"
 
 
 def pad(text: str, width: int, right: bool = False) -> str:
@@ -313,18 +319,15 @@ def pad(text: str, width: int, right: bool = False) -> str:
 
 
 def wrap_cells(text: str, width: int) -> list[str]:
-    """`text` in pieces of at most `width` terminal columns."""
-    pieces, current, used = [], [], 0
-    for ch in text:
-        w = display_width(ch)
-        if used + w > width:
-            pieces.append("".join(current))
-            current, used = [], 0
-        current.append(ch)
-        used += w
-    if current:
-        pieces.append("".join(current))
-    return pieces
+    """`text` in pieces of at most `width` terminal columns, broken after a space where there is one."""
+    pieces = []
+    while display_width(text) > width:
+        head = clip(text, width + 1)[:-1]  # the longest start that fits
+        space = head.rfind(" ")
+        cut = space + 1 if space > 0 else len(head)
+        pieces.append(text[:cut].rstrip())
+        text = text[cut:]
+    return [*pieces, text] if text else pieces
 
 
 def _looks_numeric(text: str) -> bool:

@@ -13,7 +13,6 @@ nbformat = pytest.importorskip("nbformat")
 pytest.importorskip("sql", reason="jupysql (the notebook extra) is not installed")
 
 REPO = Path(__file__).resolve().parents[1]
-DEMO = REPO / "examples" / "demo"
 
 
 def execute(name: str, db: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, str]:
