@@ -36,11 +36,11 @@ def database(workdir: Path, lines: int) -> Path:
     return db
 
 
-def wall(args: list[str], repeat: int) -> float:
+def wall(args: list[str], repeat: int, program: tuple[str, ...] = ("-m", "logmine")) -> float:
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "logmine", *args], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([sys.executable, *program, *args], check=True, stdout=subprocess.DEVNULL)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
@@ -77,13 +77,19 @@ def main(argv: list[str] | None = None) -> int:
     args.workdir.mkdir(parents=True, exist_ok=True)
     db = database(args.workdir, args.lines)
 
+    def row(label: str, seconds: float) -> None:
+        print(f"{label:<44} {seconds:>9.3f}")
+
     print(f"{'command':<44} {'median s':>9}")
     print("-" * 54)
-    print(f"{'logmine --help':<44} {wall(['--help'], args.repeat):>9.3f}")
-    print(f"{'logmine query --help':<44} {wall(['query', '--help'], args.repeat):>9.3f}")
+    # The floor any command stands on: the interpreter alone, and with DuckDB imported.
+    row("python -c pass", wall(["pass"], args.repeat, ("-c",)))
+    row("python -c 'import duckdb'", wall(["import duckdb"], args.repeat, ("-c",)))
+    row("logmine --help", wall(["--help"], args.repeat))
+    row("logmine query --help", wall(["query", "--help"], args.repeat))
     for name in args.queries:
-        seconds = wall(["query", name, "--db", str(db), "--format", "csv"], args.repeat)
-        print(f"{f'logmine query {name} ({args.lines:,} lines)':<44} {seconds:>9.3f}")
+        row(f"logmine query {name} ({args.lines:,} lines)",
+            wall(["query", name, "--db", str(db), "--format", "csv"], args.repeat))
     print()
     print(f"{'in one process':<16} " + " ".join(f"{step:>7}" for step in STEPS))
     for name in args.queries:
