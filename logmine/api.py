@@ -38,6 +38,15 @@ if TYPE_CHECKING:
 INGEST_MEMORY = "128MB"
 
 
+def __getattr__(name: str) -> object:
+    """`lm.InputError` (bad input), imported only when asked for: its module loads pyarrow."""
+    if name == "InputError":
+        from .sources import InputError
+
+        return InputError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 @dataclass
 class Report:
     """What one `ingest` did: the logs' line counts and the transcripts' record counts."""
