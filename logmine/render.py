@@ -130,10 +130,9 @@ def render(data: pd.DataFrame | Rows, fmt: str = "table", width: int | None = No
     `key_columns` are the columns that matter most, shown first when not all fit.
     """
     result = as_rows(data)
-    if columns and list(columns) != ["all"]:
-        result = select(result, columns)
-    elif columns:
-        key_columns = result.columns
+    if columns:
+        result = result if list(columns) == ["all"] else select(result, columns)
+        key_columns = result.columns  # what was asked for is shown, as records if it does not fit
     if fmt == "json":
         return json.dumps(records(result), indent=2, default=str)
     if fmt in ("csv", "tsv"):
@@ -146,7 +145,7 @@ def render(data: pd.DataFrame | Rows, fmt: str = "table", width: int | None = No
         return "\n".join([header, rule, *lines])
     if width is None and sys.stdout.isatty():
         width = shutil.get_terminal_size().columns
-    return terminal_table(result, width, key_columns=key_columns if not columns else result.columns)
+    return terminal_table(result, width, key_columns=key_columns)
 
 
 def select(result: Rows, columns: Sequence[str]) -> Rows:
@@ -191,8 +190,8 @@ def terminal_table(result: Rows, width: int | None, key_columns: Sequence[str] =
             lines = expanded(keys, texts, len(shown_rows), width)
             return finish(lines, result, keys, width)
         filled = [c for c in result.columns if any(texts[c])]  # an empty column is not worth the room
-        chosen = add_columns_that_fit(filled, keys, widths, natural, width)
-        chosen = [c for c in result.columns if c in chosen]
+        add_columns_that_fit(filled, widths, natural, width)
+        chosen = [c for c in result.columns if c in widths]
     lines = table_lines(chosen, texts, widths, len(shown_rows))
     return finish(lines, result, chosen, width)
 
@@ -200,10 +199,10 @@ def terminal_table(result: Rows, width: int | None, key_columns: Sequence[str] =
 def fit_widths(columns: Sequence[str], natural: dict[str, int], width: int) -> dict[str, int] | None:
     """Column widths that fit `width`, cutting the widest text columns first; None when none do."""
     widths = {c: natural[c] for c in columns}
+    floors = {c: natural[c] if natural[c] <= CUTTABLE_WIDTH else max(display_width(c), MIN_TEXT_WIDTH)
+              for c in columns}
     excess = table_width(widths) - width
     while excess > 0:
-        floors = {c: natural[c] if natural[c] <= CUTTABLE_WIDTH else max(display_width(c), MIN_TEXT_WIDTH)
-                  for c in columns}
         shrinkable = [c for c in columns if widths[c] > floors[c]]
         if not shrinkable:
             return None
@@ -214,16 +213,14 @@ def fit_widths(columns: Sequence[str], natural: dict[str, int], width: int) -> d
     return widths
 
 
-def add_columns_that_fit(all_columns: Sequence[str], keys: Sequence[str], widths: dict[str, int],
-                         natural: dict[str, int], width: int) -> list[str]:
-    """The key columns, then each other column, in the result's order, that still fits whole; shown in
-    the result's order."""
+def add_columns_that_fit(candidates: Sequence[str], widths: dict[str, int], natural: dict[str, int],
+                         width: int) -> None:
+    """Add to `widths` (the key columns' layout) each other candidate, in order, that still fits whole."""
     room = width - table_width(widths)
-    for name in all_columns:
+    for name in candidates:
         if name not in widths and natural[name] + len(SEPARATOR) <= room:
             widths[name] = natural[name]
             room -= natural[name] + len(SEPARATOR)
-    return [c for c in all_columns if c in widths]
 
 
 def table_width(widths: dict[str, int]) -> int:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from logmine import named_queries
+from logmine.render import Rows, render, shortest_unique_suffixes
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "examples" / "demo"
@@ -117,3 +118,17 @@ def test_discoverability(demo_db: Path) -> None:
                             capture_output=True, text=True).stdout
     counts = {line.split("\t")[0]: int(line.split("\t")[2]) for line in listed.splitlines()[1:]}
     assert counts["lines"] == 1205 and counts["decode_batches_by_run"] == 789 and counts["runs"] == 3
+
+
+def test_the_table_rules_in_one_process() -> None:
+    """Shortest unique suffixes, cutting text before giving up, records when nothing can be cut."""
+    assert shortest_unique_suffixes(["a/x/j.log", "b/x/j.log", "c/k.log", "a/x/j.log"]) == [
+        "a/x/j.log", "b/x/j.log", "k.log", "a/x/j.log"]
+    rows = Rows(["run", "path", "text"], [(1, "/etc/systemd/system/sglang.service", "word " * 40)])
+    table = render(rows, "table", 45).splitlines()
+    assert table[0].split() == ["run", "│", "path", "│", "text"] and max(map(len, table)) <= 45
+    assert "│ …tem/sglang.service │ word" in table[2] and table[2].endswith("…")  # a path keeps its end, text its start
+    records = render(Rows(["a_long_figure_name", "another_long_figure"], [(1.5, 2)]), "table", 30)
+    assert records.splitlines() == ["-[ RECORD 1 ]-----------------", "a_long_figure_name  │ 1.5",
+                                    "another_long_figure │ 2"]
+    assert render(rows, "tsv", columns=["text", "run"]).splitlines()[1] == "word " * 39 + "word \t1"
