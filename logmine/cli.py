@@ -220,8 +220,8 @@ def locked_message(exc: Exception) -> str | None:
     if holder is None:
         return None
     db, pid, command = holder
-    command = " ".join(command.split())
+    command = clip(" ".join(command.split()), 80)
     if sys.argv[1:2] == ["ingest"]:
-        return (f"{db} is open in process {pid} ({command[:80]}); an ingest needs it alone: close it there (a "
+        return (f"{db} is open in process {pid} ({command}); an ingest needs it alone: close it there (a "
                 "notebook: run its last cell or restart the kernel) and ingest again; the database is unchanged")
-    return f"{db} is being written by process {pid} ({command[:80]}); run this again when it is done"
+    return f"{db} is being written by process {pid} ({command}); run this again when it is done"
