@@ -49,7 +49,7 @@ def test_lab_serves_the_notebooks_to_a_browser_and_stops_on_ctrl_c(journal_db: P
                                          headers={"Authorization": f"token {url[2]}"})
         listing = json.loads(urllib.request.urlopen(request, timeout=10).read())
         assert {"explore.ipynb", "postmortem.ipynb"} <= {item["name"] for item in listing["content"]}
-        browser = [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'chromium'}", "--virtual-time-budget=20000"]
+        browser = [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'chromium'}", "--virtual-time-budget=10000"]
         dom = subprocess.run([*browser, "--dump-dom", url[1]], capture_output=True, text=True, timeout=120).stdout
         assert "explore.ipynb" in dom and "postmortem.ipynb" in dom  # the lab's file browser lists them
     finally:
