@@ -5,6 +5,7 @@
 -- sums every rank. `weights_*` and `kv_*` are the target model's; the draft model (speculative
 -- decoding) is the rank's second weight load. Memory in GiB (SGLang prints "GB" for GiB on the
 -- device); HiCache host memory in decimal GB as SGLang prints it.
+-- Columns: source, ordinal, end_reason, end_detail
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
 WITH selected_runs AS (
     SELECT r.*, s.display AS source

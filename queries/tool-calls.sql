@@ -3,6 +3,7 @@
 --
 -- `ended_by` says what ended a call that did not end by itself: timeout, interrupt or denied (its
 -- status is then error).
+-- Columns: message_index, tool, status, ended_by, exit_code, input_summary
 -- Parameters: $session (session id, NULL for all).
 SELECT
     t.session_id,

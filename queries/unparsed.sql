@@ -5,6 +5,7 @@
 -- words into one template with `<*>` where they differ (`variants` counts them). Templates are
 -- mined at each ingest and keep their id across ingests. Each row shows the first example and
 -- where it is (source and line number), so a new SGLang message can be turned into a pattern.
+-- Columns: count, variants, template, source, line
 -- Parameters: $limit (rows to return).
 WITH untyped AS (
     SELECT l.source_id, l.line_no, l.message, k.key, k.template_id

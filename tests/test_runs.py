@@ -82,6 +82,13 @@ def test_kimi_load_time_and_memory_budget(ingested) -> None:
     assert (row.draft_weights_gib, row.draft_kv_gib, row.final_available_gib) == (0.95, 0.6, 7.9)
     host = api.query(con, "memory-budget", run=3).set_index("rank").loc["all ranks"]
     assert (host.host_cache_gb, host.host_cache_gib) == (358.16, 333.56)
+    # All ranks: bytes add up over the 8 ranks, the per-rank KV token count does not; the gap gets words.
+    total = budget.loc["all ranks"]
+    assert (total.weights_gib, total.kv_gib, total.mem_fraction_static) == (590.96, 83.36, 0.88)
+    assert pd.isna(total.kv_tokens)
+    assert row.kv_tokens == 159277 and row.kv_gap_cause.startswith("speculative decoding")
+    stopped = api.query(con, "memory-budget", run=2).set_index("rank").loc["TP0"]
+    assert stopped.kv_gap_cause == "no KV pool: the run ended before allocating it"
 
 
 def test_multi_rank_start_budget_adds_up(ingested) -> None:
