@@ -1,0 +1,105 @@
+"""The spaCy pipeline that reads agent prose: tokenizer, sentencizer and an entity ruler, built on
+`spacy.blank("en")` from the data files in `parsers/knowledge/` (no model is ever downloaded).
+
+Entity kinds: QUANTITY (number + unit), FLAG (a CLI flag and its value), HARDWARE, MODEL, HOST, IP,
+UNIT (systemd), PATH and TERM (SGLang and agent vocabulary). Importing this module imports spaCy:
+callers import it only when there is prose to read.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Iterable, Iterator
+from importlib import resources
+
+import spacy
+from spacy.attrs import NORM
+from spacy.language import Language
+from spacy.tokens import Doc
+from spacy.util import compile_suffix_regex
+
+CLASS_MARK = "§"  # token classes are NORM values no English word has: "§num", "§path"
+
+
+def data_file(name: str) -> str:
+    """The text of a file in `parsers/knowledge/`."""
+    return (resources.files("logmine.parsers.knowledge") / name).read_text(encoding="utf-8")
+
+
+def units() -> dict[str, tuple[str, str, float]]:
+    """Unit surface -> (canonical unit, dimension, factor to the dimension's base)."""
+    table = json.loads(data_file("units.json"))
+    return {surface: tuple(spec) for surface, spec in table.items() if not surface.startswith("_")}
+
+
+@functools.cache
+def pipeline() -> Language:
+    """The shared pipeline (built once per process; about 0.2 s)."""
+    spec = json.loads(data_file("tokenizer.json"))
+    nlp = spacy.blank("en")
+    _classify_tokens(nlp, spec["token_classes"])
+    _tokenizer_rules(nlp, spec)
+    nlp.add_pipe("sentencizer")
+    ruler = nlp.add_pipe("entity_ruler", config={"phrase_matcher_attr": "LOWER", "validate": True})
+    ruler.add_patterns(list(entity_patterns()))
+    return nlp
+
+
+def entity_patterns() -> Iterator[dict]:
+    """`entities.jsonl`, with "@units" replaced by every unit surface but the factor sign `x`."""
+    surfaces = [s for s, (_, dimension, _) in units().items() if dimension != "factor"]
+    for line in data_file("entities.jsonl").splitlines():
+        if line.strip():
+            pattern = json.loads(line)
+            if isinstance(pattern["pattern"], list):
+                for token in pattern["pattern"]:
+                    for attr, value in token.items():
+                        if isinstance(value, dict) and value.get("IN") == "@units":
+                            token[attr] = {"IN": surfaces}
+            yield pattern
+
+
+def _classify_tokens(nlp: Language, classes: dict[str, str]) -> None:
+    """NORM of a word type becomes its class (computed once per type, cached in the vocab)."""
+    compiled = [(CLASS_MARK + name, re.compile(rx)) for name, rx in classes.items()]
+    default = nlp.vocab.lex_attr_getters.get(NORM) or str.lower
+
+    def norm(text: str) -> str:
+        for name, rx in compiled:
+            if rx.fullmatch(text):
+                return name
+        return default(text)
+
+    nlp.vocab.lex_attr_getters[NORM] = norm
+    for lexeme in nlp.vocab:  # types made before the getter (the tokenizer's exceptions: "11" of "11pm")
+        lexeme.norm_ = norm(lexeme.orth_)
+
+
+def _tokenizer_rules(nlp: Language, spec: dict) -> None:
+    """Keep flags, paths, hosts, IPs, units and hyphenated names whole; split units glued to numbers."""
+    # A kept-whole chunk never ends in punctuation: "sglang-kimi.service." loses its full stop.
+    whole = re.compile("|".join(f"(?:{rx})" for rx in spec["keep_whole"]))
+    tokenizer = nlp.tokenizer
+    tokenizer.token_match = lambda text: whole.fullmatch(text) if text[-1:].isalnum() or text[-1:] in "/_" else None
+    glued = "|".join(re.escape(u) for u in sorted(spec["split_after_number"], key=len, reverse=True))
+    suffixes = [*nlp.Defaults.suffixes, rf"(?<=[0-9])(?:{glued})$", "`", r"\*+"]
+    tokenizer.suffix_search = compile_suffix_regex(suffixes).search
+    prefixes = [*nlp.Defaults.prefixes, "`", r"\*+"]
+    tokenizer.prefix_search = spacy.util.compile_prefix_regex(prefixes).search
+    tokenizer.url_match = None  # URLs would swallow "host:port/path" shapes the rules above already keep
+
+
+def lines(text: str) -> Iterator[tuple[int, str]]:
+    """Each non-blank line of a message and its character offset; markdown lists are one item a line."""
+    offset = 0
+    for line in text.split("\n"):
+        if line.strip():
+            yield offset, line
+        offset += len(line) + 1
+
+
+def read(texts: Iterable[str], batch_size: int = 256) -> Iterator[Doc]:
+    """Docs for many texts at once (`nlp.pipe`, in batches)."""
+    return pipeline().pipe(texts, batch_size=batch_size)
