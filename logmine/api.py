@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import duckdb
 import pandas as pd
 
-from . import derive, named_queries, transcripts
+from . import derive, knowledge, named_queries, transcripts
 from .ingest import IngestReport, Progress, ingest_logs
 from .inputs import classify_inputs
 from .render import render  # noqa: F401 - part of the public API
@@ -67,6 +67,7 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
             for path, fmt in transcript_paths:
                 report.transcripts.append(transcripts.ingest_transcript(con, path, fmt))
             derive.rebuild(con, utc_offset=utc_offset)
+            knowledge.rebuild(con)  # facts, claims, decisions; spaCy only when a transcript has text
             run(con, "COMMIT")
         except BaseException:
             run(con, "ROLLBACK")

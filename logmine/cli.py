@@ -112,6 +112,24 @@ def diff(run_a: str, run_b: str, db: str, fmt: str) -> None:
         click.echo(render(api.diff(con, run_a, run_b), fmt))
 
 
+CLAIM_COLUMNS = ["message_index", "text", "value", "unit", "measured", "measured_source", "verdict", "cause"]
+
+
+@main.command()
+@DB_OPTION
+@click.option("--session", default=None, help="Only this agent session id.")
+@click.option("--run", "run_", type=int, default=None, help="Only claims about this run ordinal.")
+@click.option("--format", "fmt", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True)
+def claims(db: str, session: str | None, run_: int | None, fmt: str) -> None:
+    """The agents' numbers checked against the logs, inconsistent first."""
+    with api.open_db(db) as con:
+        df = api.query(con, "claims", session=session, run=run_)
+    if fmt == "table":
+        df = df[CLAIM_COLUMNS].assign(measured_source=df["measured_source"].map(
+            lambda s: s.rsplit("/", 1)[-1] if isinstance(s, str) else s))
+    click.echo(render(df, fmt))
+
+
 def fail(message: str) -> None:
     click.echo(f"logmine: {message}", err=True)
     sys.exit(2)

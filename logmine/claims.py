@@ -1,0 +1,294 @@
+"""Claims: the numbers in an agent's text, checked against what the logs measured.
+
+For each quantity (bytes, seconds, tokens) in assistant text: which measured figure it speaks of
+(cue words of `parsers/knowledge/quantities.json` in the same clause, or weaker, the same sentence),
+which run (the run the message's configuration change produced, else the run current at the message's
+time, else the nearest), and the verdict:
+
+- `consistent`: within the rounding of the number as written (half a unit of its last digit; a whole
+  unit when marked approximate, "~41.7"), read either as the log prints it (SGLang's device "GB" is
+  GiB) or converted to the unit the agent wrote;
+- `inconsistent`: a cue in the same clause names a measured figure that disagrees, the arithmetic
+  inside the claim is wrong, or the figure matches only once GiB and GB are swapped (the `cause`);
+- `unverifiable`: no cue, or nothing measured that figure for that run.
+
+A sentence-level cue (not in the claim's clause) may confirm a figure but contradicts it only through
+a unit mix-up, since a figure in another clause is often something else.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+from spacy.matcher import PhraseMatcher
+from spacy.tokens import Doc, Span
+
+from .facts import Quantity, number, quantity
+from .nlp import data_file, pipeline
+
+VERIFIABLE = {"bytes", "seconds", "tokens"}
+BINARY_COUNTERPART = {1e9: 2**30, 2**30: 1e9, 1e6: 2**20, 2**20: 1e6, 1e12: 2**40, 2**40: 1e12, 1e3: 1024, 1024: 1e3}
+UNIT_NAME = {1e9: "GB", 2**30: "GiB", 1e6: "MB", 2**20: "MiB", 1e12: "TB", 2**40: "TiB", 1e3: "KB", 1024: "KiB"}
+DIMENSION_OF_UNIT = {"GB": "bytes", "s": "seconds", "tokens": "tokens"}
+
+
+@dataclass(frozen=True)
+class Measured:
+    quantity: str
+    scope: str
+    value: float
+    unit: str                     # as the log prints it
+    bytes_per_unit: float | None  # what the printed unit means
+    source: str                   # file:line
+
+
+@dataclass
+class Candidate:
+    measured: Measured
+    strong: bool      # the cue is in the claim's clause
+    distance: int     # tokens between cue and number
+
+
+@functools.cache
+def knowledge() -> dict:
+    return json.loads(data_file("quantities.json"))
+
+
+@functools.cache
+def matchers() -> tuple[PhraseMatcher, PhraseMatcher]:
+    """(cues keyed by quantity name, scope words keyed `total`/`rank`)."""
+    nlp = pipeline()
+    spec = knowledge()
+    cues = PhraseMatcher(nlp.vocab, attr="LOWER")
+    for name, q in spec["quantities"].items():
+        cues.add(name, [nlp.make_doc(c) for c in q["cues"]])
+    scopes = PhraseMatcher(nlp.vocab, attr="LOWER")
+    for name, words in spec["scope"].items():
+        scopes.add(name, [nlp.make_doc(w) for w in words])
+    return cues, scopes
+
+
+def dimension_of(name: str) -> str:
+    return knowledge()["quantities"][name]["dimension"]
+
+
+def tolerance(q: Quantity) -> float:
+    """Half a unit of the last digit as written, a whole unit when approximate (in the written unit)."""
+    return (q.step if q.approximate else q.step / 2) + 1e-9
+
+
+def compare(q: Quantity, m: Measured) -> tuple[bool, str | None, float]:
+    """(agrees, cause of a disagreement when it is a unit mix-up, measured value in the written unit)."""
+    tol = tolerance(q)
+    factor = q.factor
+    if m.bytes_per_unit is None:
+        measured = m.value / factor if q.dimension != "bytes" else m.value
+        return abs(q.written - measured) <= tol, None, measured
+    as_printed = q.written_unit == m.unit and abs(q.written - m.value) <= tol
+    in_bytes = m.value * m.bytes_per_unit
+    converted = in_bytes / factor
+    if as_printed or abs(q.written - converted) <= tol:
+        return True, None, m.value if as_printed else converted
+    counterpart = BINARY_COUNTERPART.get(factor)
+    if counterpart and abs(q.written - in_bytes / counterpart) <= tol:
+        true_unit = UNIT_NAME.get(m.bytes_per_unit, m.unit)
+        cause = (f"unit mix-up: {m.value:g} {true_unit} is {in_bytes / counterpart:.2f} {UNIT_NAME[counterpart]}; "
+                 f"a {UNIT_NAME[counterpart]} figure written as {q.written_unit}")
+        return False, cause, converted
+    return False, None, converted
+
+
+def arithmetic(sent: Span, ent: Span) -> tuple[str, float, Quantity] | None:
+    """'0.95 + 0.60 = 1.55 GB' ending at `ent`: (expression, its value, the result as written)."""
+    operators = knowledge()["arithmetic_operators"]
+    doc = sent.doc
+    i = ent.start - 1
+    if i < sent.start or doc[i].text != "=":
+        return None
+    terms: list[str] = []
+    units_seen: set[str] = set()
+    i -= 1
+    expect_number = True
+    while i >= sent.start:
+        tok = doc[i]
+        if expect_number:
+            unit_tok = None
+            if tok.norm_ not in ("§num", "§numk") and i - 1 >= sent.start and doc[i - 1].norm_ == "§num":
+                unit_tok, tok, i = tok, doc[i - 1], i - 1
+            if tok.norm_ not in ("§num", "§numk"):
+                break
+            parsed = number(tok.text)
+            if parsed is None:
+                break
+            terms.insert(0, repr(parsed[0]))
+            if unit_tok is not None:
+                units_seen.add(unit_tok.text)
+            expect_number = False
+        else:
+            if tok.text not in operators:
+                break
+            terms.insert(0, operators[tok.text])
+            expect_number = True
+        i -= 1
+    if terms and terms[0] in operators.values():
+        terms = terms[1:]
+    result = quantity(ent)
+    if len(terms) < 3 or result is None or units_seen - {ent[-1].text}:
+        return None
+    expression = "".join(terms)
+    try:
+        value = eval(expression, {"__builtins__": {}})  # numbers and + - * / only, built above
+    except ZeroDivisionError:
+        return None
+    start = doc[i + 1].idx
+    return sent.doc.text[start:ent.end_char], float(value), result
+
+
+def clause_of(sent: Span) -> list[int]:
+    """Clause number of each token of the sentence (clauses break at , ; : -> and dashes)."""
+    breaks = set(knowledge()["clause_breaks"])
+    numbers, current = [], 0
+    for k, tok in enumerate(sent):
+        if tok.text in breaks or (tok.text == ">" and k and sent[k - 1].text == "-"):
+            current += 1
+        numbers.append(current)
+    return numbers
+
+
+def claim_text(sent: Span, ent: Span, clauses: list[int], start_char: int) -> str:
+    """The claim as written: from its expression or number to the end of its clause (at most 10 tokens)."""
+    k = ent.end - sent.start
+    end = ent.end
+    while k < len(sent) and clauses[k] == clauses[ent.start - sent.start] and end - ent.end < 10:
+        end += 1
+        k += 1
+    text = sent.doc.text[start_char:sent.doc[end - 1].idx + len(sent.doc[end - 1].text)].rstrip(" .,;:")
+    return text[:-1] if text.endswith(")") and text.count(")") > text.count("(") else text
+
+
+def what_if(sent: Span, ent: Span, q: Quantity, run_measured: dict) -> Measured | None:
+    """'+3.82 GB' beside '--mem-fraction-static ... 0.92': the figure that change predicts."""
+    if not ent.text.startswith("+"):
+        return None
+    for spec in knowledge()["what_if"].values():
+        if not isinstance(spec, dict) or spec["dimension"] != q.dimension:
+            continue
+        flags = [e for e in sent.ents if e.label_ == "FLAG" and e.text.split("=")[0].split()[0] == spec["flag"]]
+        base, setting = run_measured.get((spec["base"], "rank")), run_measured.get((spec["setting"], "rank"))
+        if not flags or base is None or setting is None:
+            continue
+        flag = flags[0]
+        value = number(flag.text.replace("=", " ").split()[-1]) if len(flag.text.replace("=", " ").split()) > 1 \
+            else next((number(t.text) for t in sent.doc[flag.end:min(flag.end + 4, sent.end)] if t.norm_ == "§num"),
+                      None)
+        if value is None:
+            continue
+        delta = base.value * (value[0] - setting.value)
+        return Measured(f"{spec['base']} x change of {spec['setting']}", "rank", round(delta, 4), base.unit,
+                        base.bytes_per_unit, base.source)
+    return None
+
+
+def candidates(sent: Span, ent: Span, q: Quantity, cue_matches: list, scope_matches: list,
+               run_measured: dict, clauses: list[int]) -> list[Candidate]:
+    """Measured figures the number may speak of, nearest cue first, strong (same clause) first."""
+    clause = clauses[ent.start - sent.start]
+    scopes = {name for name, s, _ in scope_matches if clauses[s - sent.start] == clause}
+    wanted_scopes = ["rank", "total"] if len(scopes) != 1 else sorted(scopes)
+    others = [e.start for e in sent.ents if e.label_ == "QUANTITY" and e != ent]
+    found: list[Candidate] = []
+    special = what_if(sent, ent, q, run_measured)
+    if special is not None:
+        found.append(Candidate(special, True, 0))
+    for name, start, end in cue_matches:
+        if dimension_of(name) != q.dimension or ent.start <= start < ent.end:
+            continue
+        distance = start - ent.end if start >= ent.end else ent.start - end
+        between = range(end, ent.start) if start < ent.start else range(ent.end, start)
+        # a cue with another quantity between it and this number speaks of that one
+        strong = clauses[start - sent.start] == clause and not any(o in between for o in others)
+        for scope in wanted_scopes:
+            m = run_measured.get((name, scope))
+            if m is not None:
+                found.append(Candidate(m, strong, distance))
+    found.sort(key=lambda c: (not c.strong, c.distance, c.measured.scope != "rank"))
+    return found
+
+
+def judge(q: Quantity, found: list[Candidate], arith: tuple[str, float, Quantity] | None) -> dict:
+    """The verdict of one claim over its candidates."""
+    if arith is not None and abs(arith[1] - q.written) > tolerance(q):
+        best = found[0].measured if found else None
+        return _verdict("inconsistent", best, None if best is None else compare(q, best)[2],
+                        f"arithmetic: {arith[0].split('=')[0].strip()} = {arith[1]:.4g}, not {q.written:g}")
+    results = [(c, *compare(q, c.measured)) for c in found]
+    for c, agrees, _, measured in results:
+        if agrees:
+            return _verdict("consistent", c.measured, measured, None)
+    for c, _, cause, measured in results:
+        if cause:
+            return _verdict("inconsistent", c.measured, measured, cause)
+    strong = [(c, measured) for c, _, _, measured in results if c.strong]
+    if strong:
+        return _verdict("inconsistent", strong[0][0].measured, strong[0][1], None)
+    return _verdict("unverifiable", None, None, None)
+
+
+def _verdict(verdict: str, m: Measured | None, measured: float | None, cause: str | None) -> dict:
+    return {"verdict": verdict, "quantity": m.quantity if m else None, "scope": m.scope if m else None,
+            "measured": None if measured is None else round(measured, 4),
+            "measured_as_logged": f"{m.value:g} {m.unit}" if m else None,
+            "measured_source": m.source if m else None, "cause": cause}
+
+
+def claims_of_doc(doc: Doc, base: dict, offset: int, sentence_base: int, run_measured: dict) -> list[dict]:
+    """Every checkable number of one line of assistant text."""
+    cue_matcher, scope_matcher = matchers()
+    vocab_strings = doc.vocab.strings
+    cue_hits = [(vocab_strings[k], s, e) for k, s, e in cue_matcher(doc)]
+    scope_hits = [(vocab_strings[k], s, e) for k, s, e in scope_matcher(doc)]
+    rows = []
+    for sentence_no, sent in enumerate(doc.sents):
+        ents = [e for e in sent.ents if e.label_ == "QUANTITY"]
+        if not ents:
+            continue
+        clauses = clause_of(sent)
+        in_sentence = [h for h in cue_hits if sent.start <= h[1] < sent.end]
+        scopes = [h for h in scope_hits if sent.start <= h[1] < sent.end]
+        for ent in ents:
+            q = quantity(ent)
+            if q is None or q.dimension not in VERIFIABLE or q.high is not None:
+                continue
+            arith = arithmetic(sent, ent)
+            found = candidates(sent, ent, q, in_sentence, scopes, run_measured, clauses)
+            start_char = doc.text.index(arith[0]) if arith else ent.start_char - (1 if ent.start_char and
+                                                                                   doc.text[ent.start_char - 1] == "~"
+                                                                                   else 0)
+            rows.append({**base, "sentence": sentence_base + sentence_no,
+                         "span_start": offset + ent.start_char, "span_end": offset + ent.end_char,
+                         "text": claim_text(sent, ent, clauses, start_char), "value": q.written,
+                         "unit": q.written_unit, "approximate": q.approximate,
+                         "arithmetic": None if arith is None else f"{arith[0].split('=')[0].strip()} = {arith[1]:.4g}",
+                         "sentence_text": sent.text, **judge(q, found, arith)})
+    return rows
+
+
+def run_of_message(when: datetime | None, message_index: int, session_links: list[tuple[int, int, int, object]],
+                   runs: list[tuple[int, int, object]]) -> tuple[int, int] | None:
+    """The run a message speaks of: the one its configuration change produced (or the latest change
+    before it), unless a later run was already up; else the run current at its time, else the nearest."""
+    started = {(s, o): t for s, o, t in runs}
+    linked = [(s, o) for idx, s, o, _ in session_links if idx <= message_index]
+    current = [(t, s, o) for s, o, t in runs if when is not None and t is not None and t <= when]
+    best = max(current)[1:] if current else None
+    if linked:
+        candidate = linked[-1]
+        if best is None or (started.get(candidate) and started[candidate] > started[best]):
+            best = candidate
+    if best is None and runs and when is not None:
+        later = [(abs((t - when).total_seconds()), s, o) for s, o, t in runs if t is not None]
+        best = min(later)[1:] if later else None
+    return best
