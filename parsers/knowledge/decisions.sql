@@ -55,7 +55,7 @@ SELECT q.session_id, q.id, q.idx,
            'end_detail', r.end_detail,
            'errors', (SELECT to_json(list(DISTINCT e.kind)) FROM errors AS e WHERE e.source_id = r.source_id
                       AND e.first_line_no BETWEEN r.first_line_no AND r.last_line_no),
-           'host_cache_gb_total', (SELECT sum(h.host_gb) FROM host_cache_by_run AS h WHERE h.source_id = r.source_id
+           'host_cache_gb_total', (SELECT round(sum(h.host_gb), 2) FROM host_cache_by_run AS h WHERE h.source_id = r.source_id
                       AND h.run = r.ordinal AND h.kind = 'hicache_host_alloc'),
            'kv_tokens', (SELECT max(k.tokens) FROM kv_cache_by_run AS k WHERE k.source_id = r.source_id
                       AND k.run = r.ordinal AND k.model_role = 'target' AND k.kind = 'kv_cache_allocated'))
