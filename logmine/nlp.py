@@ -88,6 +88,8 @@ def _tokenizer_rules(nlp: Language, spec: dict) -> None:
     tokenizer.suffix_search = compile_suffix_regex(suffixes).search
     prefixes = [*nlp.Defaults.prefixes, "`", r"\*+"]
     tokenizer.prefix_search = spacy.util.compile_prefix_regex(prefixes).search
+    infixes = [*nlp.Defaults.infixes, spec["split_name_value"]]
+    tokenizer.infix_finditer = spacy.util.compile_infix_regex(infixes).finditer
     tokenizer.url_match = None  # URLs would swallow "host:port/path" shapes the rules above already keep
 
 
