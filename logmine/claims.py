@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -58,17 +59,19 @@ def knowledge() -> dict:
 
 
 @functools.cache
-def matchers() -> tuple[PhraseMatcher, PhraseMatcher]:
-    """(cues keyed by quantity name, scope words keyed `total`/`rank`)."""
+def matchers() -> dict[str, PhraseMatcher]:
+    """Phrase matchers: `cue` keyed by quantity name, `scope` by total/rank, `domain` by host/gpu."""
     nlp = pipeline()
     spec = knowledge()
-    cues = PhraseMatcher(nlp.vocab, attr="LOWER")
-    for name, q in spec["quantities"].items():
-        cues.add(name, [nlp.make_doc(c) for c in q["cues"]])
-    scopes = PhraseMatcher(nlp.vocab, attr="LOWER")
-    for name, words in spec["scope"].items():
-        scopes.add(name, [nlp.make_doc(w) for w in words])
-    return cues, scopes
+    groups = {"cue": {name: q["cues"] for name, q in spec["quantities"].items()}, "scope": spec["scope"],
+              "domain": {k: v for k, v in spec["domains"].items() if not k.startswith("_")}}
+    found = {}
+    for group, phrases in groups.items():
+        matcher = PhraseMatcher(nlp.vocab, attr="LOWER")
+        for name, words in phrases.items():
+            matcher.add(name, [nlp.make_doc(w) for w in words])
+        found[group] = matcher
+    return found
 
 
 def dimension_of(name: str) -> str:
@@ -116,9 +119,9 @@ def arithmetic(sent: Span, ent: Span) -> tuple[str, float, Quantity] | None:
         tok = doc[i]
         if expect_number:
             unit_tok = None
-            if tok.norm_ not in ("§num", "§numk") and i - 1 >= sent.start and doc[i - 1].norm_ == "§num":
+            if tok.norm_ != "§num" and i - 1 >= sent.start and doc[i - 1].norm_ == "§num":
                 unit_tok, tok, i = tok, doc[i - 1], i - 1
-            if tok.norm_ not in ("§num", "§numk"):
+            if tok.norm_ != "§num":
                 break
             parsed = number(tok.text)
             if parsed is None:
@@ -159,14 +162,18 @@ def clause_of(sent: Span) -> list[int]:
 
 
 def claim_text(sent: Span, ent: Span, clauses: list[int], start_char: int) -> str:
-    """The claim as written: from its expression or number to the end of its clause (at most 10 tokens)."""
-    k = ent.end - sent.start
+    """The claim as written: from its expression or number to the end of its clause or the next
+    quantity (at most 10 tokens)."""
+    starts = {e.start for e in sent.ents if e.label_ == "QUANTITY"}
+    clause = clauses[ent.start - sent.start]
     end = ent.end
-    while k < len(sent) and clauses[k] == clauses[ent.start - sent.start] and end - ent.end < 10:
+    while end < sent.end and clauses[end - sent.start] == clause and end not in starts and end - ent.end < 10:
         end += 1
-        k += 1
-    text = sent.doc.text[start_char:sent.doc[end - 1].idx + len(sent.doc[end - 1].text)].rstrip(" .,;:")
-    return text[:-1] if text.endswith(")") and text.count(")") > text.count("(") else text
+    operators = knowledge()["arithmetic_operators"]
+    while end > ent.end and (sent.doc[end - 1].is_punct or sent.doc[end - 1].text in operators):
+        end -= 1  # "44.77 GB x 8 =" before the next quantity, "+3.82 GB per GPU -" before "->"
+    last = sent.doc[end - 1]
+    return sent.doc.text[start_char:last.idx + len(last.text)]
 
 
 def what_if(sent: Span, ent: Span, q: Quantity, run_measured: dict) -> Measured | None:
@@ -192,28 +199,39 @@ def what_if(sent: Span, ent: Span, q: Quantity, run_measured: dict) -> Measured 
     return None
 
 
-def candidates(sent: Span, ent: Span, q: Quantity, cue_matches: list, scope_matches: list,
-               run_measured: dict, clauses: list[int]) -> list[Candidate]:
+def candidates(sent: Span, ent: Span, q: Quantity, hits: dict[str, list], run_measured: dict,
+               clauses: list[int]) -> list[Candidate]:
     """Measured figures the number may speak of, nearest cue first, strong (same clause) first."""
     clause = clauses[ent.start - sent.start]
-    scopes = {name for name, s, _ in scope_matches if clauses[s - sent.start] == clause}
+    scopes = {name for name, s, _ in hits["scope"] if clauses[s - sent.start] == clause}
+    domains = {name for name, s, _ in hits["domain"] if clauses[s - sent.start] == clause}
     wanted_scopes = ["rank", "total"] if len(scopes) != 1 else sorted(scopes)
     others = [e.start for e in sent.ents if e.label_ == "QUANTITY" and e != ent]
     found: list[Candidate] = []
     special = what_if(sent, ent, q, run_measured)
     if special is not None:
         found.append(Candidate(special, True, 0))
-    for name, start, end in cue_matches:
-        if dimension_of(name) != q.dimension or ent.start <= start < ent.end:
+    # Only the cues nearest the number in its clause are strong: a farther one is often another figure's,
+    # and when the nearest cue names a quantity of another dimension or domain, the number is about that.
+    def distance(start: int, end: int) -> int:
+        return start - ent.end if start >= ent.end else ent.start - end
+
+    in_clause = [(distance(s, e), name, s, e) for name, s, e in hits["cue"]
+                 if clauses[s - sent.start] == clause and not ent.start <= s < ent.end]
+    nearest = min((d for d, *_ in in_clause), default=None)
+    for name, start, end in hits["cue"]:
+        domain = knowledge()["quantities"][name].get("domain")
+        if dimension_of(name) != q.dimension or ent.start <= start < ent.end or (
+                domain and domains and domain not in domains):
             continue
-        distance = start - ent.end if start >= ent.end else ent.start - end
         between = range(end, ent.start) if start < ent.start else range(ent.end, start)
         # a cue with another quantity between it and this number speaks of that one
-        strong = clauses[start - sent.start] == clause and not any(o in between for o in others)
+        strong = (clauses[start - sent.start] == clause and distance(start, end) == nearest
+                  and not any(o in between for o in others))
         for scope in wanted_scopes:
             m = run_measured.get((name, scope))
             if m is not None:
-                found.append(Candidate(m, strong, distance))
+                found.append(Candidate(m, strong, distance(start, end)))
     found.sort(key=lambda c: (not c.strong, c.distance, c.measured.scope != "rank"))
     return found
 
@@ -244,26 +262,38 @@ def _verdict(verdict: str, m: Measured | None, measured: float | None, cause: st
             "measured_source": m.source if m else None, "cause": cause}
 
 
-def claims_of_doc(doc: Doc, base: dict, offset: int, sentence_base: int, run_measured: dict) -> list[dict]:
-    """Every checkable number of one line of assistant text."""
-    cue_matcher, scope_matcher = matchers()
-    vocab_strings = doc.vocab.strings
-    cue_hits = [(vocab_strings[k], s, e) for k, s, e in cue_matcher(doc)]
-    scope_hits = [(vocab_strings[k], s, e) for k, s, e in scope_matcher(doc)]
+def flag_settings(sent: Span) -> dict[str, float]:
+    """Numeric flag values the sentence names: {"hicache_ratio": 2.0} for `--hicache-ratio 2.0`."""
+    settings = {}
+    for ent in sent.ents:
+        if ent.label_ == "FLAG":
+            name, _, value = ent.text.replace("=", " ", 1).partition(" ")
+            parsed = number(value.strip()) if value.strip() else None
+            if parsed:
+                settings[name.lstrip("-").replace("-", "_")] = parsed[0]
+    return settings
+
+
+def claims_of_doc(doc: Doc, base: dict, offset: int, sentence_base: int,
+                  measured_for: Callable[[dict[str, float]], tuple[tuple[int, int] | None, dict]]) -> list[dict]:
+    """Every checkable number of one line of assistant text; `measured_for(flag settings)` gives the run
+    a sentence speaks of and its measured figures."""
+    strings = doc.vocab.strings
+    hits_in_doc = {group: [(strings[k], s, e) for k, s, e in m(doc)] for group, m in matchers().items()}
     rows = []
     for sentence_no, sent in enumerate(doc.sents):
         ents = [e for e in sent.ents if e.label_ == "QUANTITY"]
         if not ents:
             continue
         clauses = clause_of(sent)
-        in_sentence = [h for h in cue_hits if sent.start <= h[1] < sent.end]
-        scopes = [h for h in scope_hits if sent.start <= h[1] < sent.end]
+        hits = {group: [h for h in found if sent.start <= h[1] < sent.end] for group, found in hits_in_doc.items()}
+        which, run_measured = measured_for(flag_settings(sent))
         for ent in ents:
             q = quantity(ent)
             if q is None or q.dimension not in VERIFIABLE or q.high is not None:
                 continue
             arith = arithmetic(sent, ent)
-            found = candidates(sent, ent, q, in_sentence, scopes, run_measured, clauses)
+            found = candidates(sent, ent, q, hits, run_measured, clauses)
             start_char = doc.text.index(arith[0]) if arith else ent.start_char - (1 if ent.start_char and
                                                                                    doc.text[ent.start_char - 1] == "~"
                                                                                    else 0)
@@ -272,23 +302,41 @@ def claims_of_doc(doc: Doc, base: dict, offset: int, sentence_base: int, run_mea
                          "text": claim_text(sent, ent, clauses, start_char), "value": q.written,
                          "unit": q.written_unit, "approximate": q.approximate,
                          "arithmetic": None if arith is None else f"{arith[0].split('=')[0].strip()} = {arith[1]:.4g}",
+                         "source_id": which[0] if which else None, "run": which[1] if which else None,
                          "sentence_text": sent.text, **judge(q, found, arith)})
     return rows
 
 
-def run_of_message(when: datetime | None, message_index: int, session_links: list[tuple[int, int, int, object]],
-                   runs: list[tuple[int, int, object]]) -> tuple[int, int] | None:
+def run_of_message(when: datetime | None, message_index: int, session_links: list[tuple[int, int, int]],
+                   runs: list[tuple[int, int, object, dict | None]]) -> tuple[int, int] | None:
     """The run a message speaks of: the one its configuration change produced (or the latest change
     before it), unless a later run was already up; else the run current at its time, else the nearest."""
-    started = {(s, o): t for s, o, t in runs}
-    linked = [(s, o) for idx, s, o, _ in session_links if idx <= message_index]
-    current = [(t, s, o) for s, o, t in runs if when is not None and t is not None and t <= when]
+    started = {(s, o): t for s, o, t, _ in runs}
+    linked = [(s, o) for idx, s, o in session_links if idx <= message_index]
+    current = [(t, s, o) for s, o, t, _ in runs if when is not None and t is not None and t <= when]
     best = max(current)[1:] if current else None
     if linked:
         candidate = linked[-1]
         if best is None or (started.get(candidate) and started[candidate] > started[best]):
             best = candidate
-    if best is None and runs and when is not None:
-        later = [(abs((t - when).total_seconds()), s, o) for s, o, t in runs if t is not None]
-        best = min(later)[1:] if later else None
+    if best is None and when is not None:
+        nearest = [(abs((t - when).total_seconds()), s, o) for s, o, t, _ in runs if t is not None]
+        best = min(nearest)[1:] if nearest else None
     return best
+
+
+def run_with_settings(default: tuple[int, int] | None, when: datetime | None, settings: dict[str, float],
+                      runs: list[tuple[int, int, object, dict | None]]) -> tuple[int, int] | None:
+    """A sentence naming flag values speaks of a configuration: when the message's run was not started
+    with them, the first run from the message's time on that was ("--hicache-ratio 2.0 asks for ...")."""
+    configs = {(s, o): c for s, o, _, c in runs}
+    if not settings or default is None or _has_settings(configs.get(default), settings):
+        return default
+    later = [(t, s, o) for s, o, t, c in runs
+             if t is not None and (when is None or t >= when) and _has_settings(c, settings)]
+    return min(later)[1:] if later else default
+
+
+def _has_settings(config: dict | None, settings: dict[str, float]) -> bool:
+    known = {k: v for k, v in settings.items() if config and k in config}
+    return bool(known) and all(isinstance(config[k], int | float) and float(config[k]) == v for k, v in known.items())

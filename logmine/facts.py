@@ -54,7 +54,7 @@ def number(text: str) -> tuple[float, float] | None:
 def quantity(span: Span) -> Quantity | None:
     """The Quantity of a QUANTITY entity, or None when its text does not parse."""
     table = _units()
-    numbers = [t for t in span if t.norm_ in ("§num", "§numk")]
+    numbers = [t for t in span if t.norm_ == "§num"]
     unit_token = next((t for t in reversed(span) if t.text in table or t.lower_ in table), None)
     if not numbers or unit_token is None:
         return None

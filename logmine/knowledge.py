@@ -7,6 +7,7 @@ spaCy is imported only when some transcript message has text: a log-only databas
 
 from __future__ import annotations
 
+import json
 from importlib import resources
 
 import duckdb
@@ -52,12 +53,13 @@ def _prose_tables(con: duckdb.DuckDBPyConnection, messages: list[tuple]) -> None
     from . import claims, facts, nlp  # spaCy: only when there is prose to read
 
     measured = _measured_by_run(con)
-    runs = run(con, "SELECT source_id, ordinal, started_at FROM runs ORDER BY started_at")
+    runs = [(s, o, t, json.loads(args) if args else None) for s, o, t, args in run(con, """
+        SELECT r.source_id, r.ordinal, r.started_at, c.args FROM runs AS r LEFT JOIN configs AS c USING (config_id)
+        ORDER BY r.started_at""")]
     links: dict[str, list[tuple]] = {}
-    for session_id, index, source_id, ordinal, written in run(con, """
-            SELECT session_id, message_index, source_id, run, written_at_local FROM links
-            ORDER BY session_id, message_index"""):
-        links.setdefault(session_id, []).append((index, source_id, ordinal, written))
+    for session_id, index, source_id, ordinal in run(con, """
+            SELECT session_id, message_index, source_id, run FROM links ORDER BY session_id, message_index"""):
+        links.setdefault(session_id, []).append((index, source_id, ordinal))
     pieces = [(m, offset, line) for m in messages for offset, line in nlp.lines(m[4])]
     fact_rows, claim_rows = [], []
     sentence_no: dict[str, int] = {}
@@ -69,9 +71,13 @@ def _prose_tables(con: duckdb.DuckDBPyConnection, messages: list[tuple]) -> None
         for k, sent in enumerate(doc.sents):
             fact_rows += [{**row, "role": role} for row in facts.fact_rows(sent, base, first + k, offset)]
         if role == "assistant":
-            which = claims.run_of_message(local_time, index, links.get(session_id, []), runs)
-            claim_rows += [{**row, "source_id": which[0] if which else None, "run": which[1] if which else None}
-                           for row in claims.claims_of_doc(doc, base, offset, first, measured.get(which, {}))]
+            default = claims.run_of_message(local_time, index, links.get(session_id, []), runs)
+
+            def measured_for(settings: dict, default: tuple | None = default, when: object = local_time) -> tuple:
+                which = claims.run_with_settings(default, when, settings, runs)
+                return which, measured.get(which, {})
+
+            claim_rows += claims.claims_of_doc(doc, base, offset, first, measured_for)
         sentence_no[message_id] = first + sum(1 for _ in doc.sents)
     _insert(con, "facts", fact_rows)
     _insert(con, "claims", claim_rows)

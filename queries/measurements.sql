@@ -5,7 +5,8 @@
 -- the unit as the log prints it and `bytes_per_unit` what it means: SGLang prints device memory as
 -- "GB" but divides by 2^30 (GiB), and HiCache host memory as "GB" in decimal. `reserve` is SGLang's
 -- own rule, memory before weight loading x (1 - mem_fraction_static); `draft_model` is the draft
--- model's weights plus its KV pool. `claims` checks the agent's numbers against these rows.
+-- model's weights plus its KV pool; `host_cache_requested` and `host_free` come from HiCache's "not enough
+-- host memory" error. `claims` checks the agent's numbers against these rows.
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
 WITH rank0 AS (
     SELECT 'weights' AS quantity, source_id, run, mem_usage_gib AS value, 'GB' AS unit, line_no
@@ -38,6 +39,10 @@ WITH rank0 AS (
     FROM capacity_by_run WHERE is_rank0 AND available_gpu_mem_gib IS NOT NULL
     UNION ALL SELECT 'host_cache', source_id, run, host_gb, 'GB', line_no
     FROM host_cache_by_run WHERE is_rank0 AND kind = 'hicache_host_alloc'
+    UNION ALL SELECT 'host_cache_requested', source_id, run, requested_gb, 'GB', line_no
+    FROM host_cache_by_run WHERE is_rank0 AND kind = 'host_memory_short'
+    UNION ALL SELECT 'host_free', source_id, run, free_gb, 'GB', line_no
+    FROM host_cache_by_run WHERE is_rank0 AND kind = 'host_memory_short'
 ),
 first_per_run AS (  -- a rank logs a figure once per run; a repeat (a retried step) keeps the first
     SELECT quantity, source_id, run, arg_min(value, line_no) AS value, any_value(unit) AS unit,
@@ -81,7 +86,7 @@ everything AS (
     UNION ALL SELECT quantity, source_id, run, value, unit, line_no, 'total', ranks FROM totals
 )
 SELECT s.display AS source, e.source_id, e.run, e.quantity, e.scope, round(e.value, 4) AS value, e.unit,
-       CASE WHEN e.unit <> 'GB' THEN NULL WHEN e.quantity = 'host_cache' THEN 1e9 ELSE 2^30 END AS bytes_per_unit,
+       CASE WHEN e.unit <> 'GB' THEN NULL WHEN e.quantity LIKE 'host%' THEN 1e9 ELSE 2^30 END AS bytes_per_unit,
        e.line_no, e.ranks,
        s.display || ':' || e.line_no AS measured_source
 FROM everything AS e JOIN sources AS s USING (source_id)

@@ -44,7 +44,7 @@ def test_arithmetic_inside_a_claim_is_checked() -> None:
     from logmine import claims, nlp
 
     doc = nlp.pipeline()("The pool is 2 x 10.42 = 22.8 GB per GPU and 44.77 GB x 8 = 358 GB in total.")
-    rows = claims.claims_of_doc(doc, {}, 0, 0, {})
+    rows = claims.claims_of_doc(doc, {}, 0, 0, lambda settings: (None, {}))
     by_value = {r["value"]: r for r in rows}
     assert by_value[22.8]["verdict"] == "inconsistent" and by_value[22.8]["cause"].startswith("arithmetic: 2 x 10.42")
     assert by_value[358.0]["verdict"] == "unverifiable" and by_value[358.0]["arithmetic"] == "44.77 GB x 8 = 358.2"
