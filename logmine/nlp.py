@@ -17,10 +17,12 @@ from importlib import resources
 import spacy
 from spacy.attrs import NORM
 from spacy.language import Language
+from spacy.tokenizer import Tokenizer
 from spacy.tokens import Doc
-from spacy.util import compile_suffix_regex
+from spacy.util import compile_infix_regex, compile_prefix_regex, compile_suffix_regex
 
 CLASS_MARK = "§"  # token classes are NORM values no English word has: "§num", "§path"
+LONGEST_LINE = 20_000  # characters read of one line: longer ones are pasted data, not prose
 
 
 def data_file(name: str) -> str:
@@ -36,20 +38,18 @@ def units() -> dict[str, tuple[str, str, float]]:
 
 @functools.cache
 def pipeline() -> Language:
-    """The shared pipeline (built once per process; about 0.2 s)."""
+    """The shared pipeline (built once per process; with spaCy's import about a second)."""
     spec = json.loads(data_file("tokenizer.json"))
     nlp = spacy.blank("en")
     _classify_tokens(nlp, spec["token_classes"])
-    _tokenizer_rules(nlp, spec)
-    nlp.add_pipe("sentencizer")
     patterns = list(entity_patterns())
     # A one-token entity of a token class ("§path") is a phrase on NORM: a hash lookup per token, where a
     # Matcher pattern costs a state-machine step per token (each of them ~0.3 us a token).
     by_class = [p for p in patterns if isinstance(p["pattern"], str) and p["pattern"].startswith(CLASS_MARK)]
+    nlp.tokenizer = _tokenizer(nlp, spec, [p["pattern"] for p in by_class])
+    nlp.add_pipe("sentencizer")
     ruler = nlp.add_pipe("entity_ruler", config={"phrase_matcher_attr": "LOWER", "validate": True})
     ruler.add_patterns([p for p in patterns if p not in by_class])
-    for pattern in by_class:  # the phrase "§path" must stay one token for the ruler to read it
-        nlp.tokenizer.add_special_case(pattern["pattern"], [{"ORTH": pattern["pattern"]}])
     classes = nlp.add_pipe("entity_ruler", name="token_class_ruler", config={"phrase_matcher_attr": "NORM"})
     classes.add_patterns(by_class)
     return nlp
@@ -86,28 +86,33 @@ def _classify_tokens(nlp: Language, classes: dict[str, str]) -> None:
         lexeme.norm_ = norm(lexeme.orth_)
 
 
-def _tokenizer_rules(nlp: Language, spec: dict) -> None:
-    """Keep flags, paths, hosts, IPs, units and hyphenated names whole; split units glued to numbers."""
+def _tokenizer(nlp: Language, spec: dict, class_marks: list[str]) -> Tokenizer:
+    """Keep flags, paths, hosts, IPs, units and hyphenated names whole; split units glued to numbers.
+
+    Built in one go: each tokenizer setting assigned afterwards reloads the language's ~900 special
+    cases. The class marks ("§path") are special cases so that the ruler reads each as one token.
+    """
     # A kept-whole chunk never ends in punctuation: "sglang-kimi.service." loses its full stop.
     whole = re.compile("|".join(f"(?:{rx})" for rx in spec["keep_whole"]))
-    tokenizer = nlp.tokenizer
-    tokenizer.token_match = lambda text: whole.fullmatch(text) if text[-1:].isalnum() or text[-1:] in "/_" else None
     glued = "|".join(re.escape(u) for u in sorted(spec["split_after_number"], key=len, reverse=True))
     suffixes = [*nlp.Defaults.suffixes, rf"(?<=[0-9])(?:{glued})$", "`", r"\*+"]
-    tokenizer.suffix_search = compile_suffix_regex(suffixes).search
     prefixes = [*nlp.Defaults.prefixes, "`", r"\*+"]
-    tokenizer.prefix_search = spacy.util.compile_prefix_regex(prefixes).search
     infixes = [*nlp.Defaults.infixes, spec["split_name_value"]]
-    tokenizer.infix_finditer = spacy.util.compile_infix_regex(infixes).finditer
-    tokenizer.url_match = None  # URLs would swallow "host:port/path" shapes the rules above already keep
+    return Tokenizer(
+        nlp.vocab, rules={**nlp.tokenizer.rules, **{mark: [{"ORTH": mark}] for mark in class_marks}},
+        prefix_search=compile_prefix_regex(prefixes).search, suffix_search=compile_suffix_regex(suffixes).search,
+        infix_finditer=compile_infix_regex(infixes).finditer,
+        token_match=lambda text: whole.fullmatch(text) if text[-1:].isalnum() or text[-1:] in "/_" else None,
+        url_match=None)  # URLs would swallow "host:port/path" shapes the rules above already keep
 
 
 def lines(text: str) -> Iterator[tuple[int, str]]:
-    """Each non-blank line of a message and its character offset; markdown lists are one item a line."""
+    """Each non-blank line of a message (its first LONGEST_LINE characters) and its character offset;
+    markdown lists are one item a line."""
     offset = 0
     for line in text.split("\n"):
         if line.strip():
-            yield offset, line
+            yield offset, line[:LONGEST_LINE]
         offset += len(line) + 1
 
 
