@@ -44,6 +44,7 @@ class Measured:
     unit: str                     # as the log prints it
     bytes_per_unit: float | None  # what the printed unit means
     source: str                   # file:line
+    slack: float = 0.0            # the measured figure's own uncertainty, in its printed unit
 
 
 @dataclass
@@ -85,8 +86,8 @@ def tolerance(q: Quantity) -> float:
 
 def compare(q: Quantity, m: Measured) -> tuple[bool, str | None, float]:
     """(agrees, cause of a disagreement when it is a unit mix-up, measured value in the written unit)."""
-    tol = tolerance(q)
     factor = q.factor
+    tol = tolerance(q) + m.slack * (m.bytes_per_unit or 1.0) / factor
     if m.bytes_per_unit is None:
         measured = m.value / factor if q.dimension != "bytes" else m.value
         return abs(q.written - measured) <= tol, None, measured
@@ -98,8 +99,8 @@ def compare(q: Quantity, m: Measured) -> tuple[bool, str | None, float]:
     counterpart = BINARY_COUNTERPART.get(factor)
     if counterpart and abs(q.written - in_bytes / counterpart) <= tol:
         true_unit = UNIT_NAME.get(m.bytes_per_unit, m.unit)
-        cause = (f"unit mix-up: {m.value:g} {true_unit} is {in_bytes / counterpart:.2f} {UNIT_NAME[counterpart]}; "
-                 f"a {UNIT_NAME[counterpart]} figure written as {q.written_unit}")
+        cause = (f"{UNIT_NAME[counterpart]} written as {q.written_unit}: "
+                 f"{m.value:g} {true_unit} = {in_bytes / counterpart:.2f} {UNIT_NAME[counterpart]}")
         return False, cause, converted
     return False, None, converted
 
@@ -196,7 +197,7 @@ def what_if(sent: Span, ent: Span, q: Quantity, run_measured: dict) -> Measured 
             continue
         delta = base.value * (value[0] - setting.value)
         return Measured(f"{spec['base']} x change of {spec['setting']}", "rank", round(delta, 4), base.unit,
-                        base.bytes_per_unit, base.source)
+                        base.bytes_per_unit, base.source, spec["slack"])
     return None
 
 
@@ -256,10 +257,15 @@ def judge(q: Quantity, found: list[Candidate], arith: tuple[str, float, Quantity
     return _verdict("unverifiable", None, None, None)
 
 
+def _true_unit(m: Measured) -> str:
+    """What the printed unit means: SGLang's device "GB" is GiB."""
+    return UNIT_NAME.get(m.bytes_per_unit, m.unit) if m.bytes_per_unit else m.unit
+
+
 def _verdict(verdict: str, m: Measured | None, measured: float | None, cause: str | None) -> dict:
     return {"verdict": verdict, "quantity": m.quantity if m else None, "scope": m.scope if m else None,
             "measured": None if measured is None else round(measured, 4),
-            "measured_as_logged": f"{m.value:g} {m.unit}" if m else None,
+            "measured_figure": None if m is None else f"{round(m.value, 2):g} {_true_unit(m)}",
             "measured_source": m.source if m else None, "cause": cause}
 
 

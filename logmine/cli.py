@@ -112,7 +112,9 @@ def diff(run_a: str, run_b: str, db: str, fmt: str) -> None:
         click.echo(render(api.diff(con, run_a, run_b), fmt))
 
 
-CLAIM_COLUMNS = ["message_index", "text", "value", "unit", "measured", "measured_source", "verdict", "cause"]
+# The terminal view: the figure is in the claim's text, the measured one as the log printed it.
+CLAIM_COLUMNS = {"message_index": "msg", "verdict": "verdict", "text": "claim", "measured_figure": "measured",
+                 "measured_source": "source", "cause": "cause"}
 
 
 @main.command()
@@ -125,8 +127,8 @@ def claims(db: str, session: str | None, run_: int | None, fmt: str) -> None:
     with api.open_db(db) as con:
         df = api.query(con, "claims", session=session, run=run_)
     if fmt == "table":
-        df = df[CLAIM_COLUMNS].assign(measured_source=df["measured_source"].map(
-            lambda s: s.rsplit("/", 1)[-1] if isinstance(s, str) else s))
+        df = df[list(CLAIM_COLUMNS)].assign(measured_source=df["measured_source"].map(
+            lambda s: s.rsplit("/", 1)[-1] if isinstance(s, str) else s)).rename(columns=CLAIM_COLUMNS)
     click.echo(render(df, fmt))
 
 

@@ -23,7 +23,7 @@ TABLES: dict[str, dict[str, str]] = {
               "unit": "VARCHAR", "written_value": "DOUBLE", "written_unit": "VARCHAR", "detail": "VARCHAR"},
     "claims": {**MESSAGE_COLUMNS, "text": "VARCHAR", "value": "DOUBLE", "unit": "VARCHAR", "approximate": "BOOLEAN",
                "arithmetic": "VARCHAR", "source_id": "INTEGER", "run": "INTEGER", "quantity": "VARCHAR",
-               "scope": "VARCHAR", "measured": "DOUBLE", "measured_as_logged": "VARCHAR",
+               "scope": "VARCHAR", "measured": "DOUBLE", "measured_figure": "VARCHAR",
                "measured_source": "VARCHAR", "verdict": "VARCHAR", "cause": "VARCHAR", "sentence_text": "VARCHAR"},
     "decisions": {"session_id": "VARCHAR", "message_id": "VARCHAR", "message_index": "INTEGER",
                   "request_kind": "VARCHAR", "request": "VARCHAR", "answered_through_index": "INTEGER",
@@ -84,13 +84,15 @@ def _prose_tables(con: duckdb.DuckDBPyConnection, messages: list[tuple]) -> None
 
 
 def _measured_by_run(con: duckdb.DuckDBPyConnection) -> dict[tuple[int, int], dict]:
-    from .claims import Measured
+    from .claims import Measured, knowledge
 
+    slack = {name: q.get("slack", 0.0) for name, q in knowledge()["quantities"].items()}
     found: dict[tuple[int, int], dict] = {}
     for row in named_queries.run(con, "measurements").itertuples(index=False):
         bytes_per_unit = None if row.bytes_per_unit != row.bytes_per_unit else row.bytes_per_unit  # NaN -> None
         found.setdefault((row.source_id, row.run), {})[(row.quantity, row.scope)] = Measured(
-            row.quantity, row.scope, float(row.value), row.unit, bytes_per_unit, row.measured_source)
+            row.quantity, row.scope, float(row.value), row.unit, bytes_per_unit, row.measured_source,
+            slack.get(row.quantity, 0.0))
     return found
 
 

@@ -7,7 +7,9 @@
 -- (SGLang's device "GB" is GiB) or converted to the agent's unit; `inconsistent` with the measured value,
 -- its source line and, for a GiB/GB mix-up or wrong arithmetic ("44.77 GB x 8 = 358 GB" is checked),
 -- the `cause`; `unverifiable` when no cue names a figure or nothing measured it for that run.
--- `message` is the message id as the transcript gives it, `message_index` its position in the session.
+-- `message` is the message id as the transcript gives it, `message_index` its position in the session;
+-- `measured` is in the claim's unit, `measured_figure` as measured in its true unit (SGLang's device "GB"
+-- shown as GiB). The tolerance of each quantity is stated in parsers/knowledge/quantities.json.
 -- Parameters: $session (session id, NULL for all), $run (ordinal, NULL for all).
 SELECT
     c.session_id AS session,
@@ -23,7 +25,7 @@ SELECT
     c.quantity,
     c.scope,
     c.run,
-    c.measured_as_logged,
+    c.measured_figure,
     c.arithmetic,
     c.message_first_line AS message_text
 FROM claims AS c
