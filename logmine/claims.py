@@ -96,13 +96,14 @@ def compare(q: Quantity, m: Measured) -> tuple[bool, str | None, float]:
     converted = in_bytes / factor
     if as_printed or abs(q.written - converted) <= tol:
         return True, None, m.value if as_printed else converted
+    shown = m.value if q.written_unit == m.unit else converted  # as the log prints it when the labels agree
     counterpart = BINARY_COUNTERPART.get(factor)
     if counterpart and abs(q.written - in_bytes / counterpart) <= tol:
         true_unit = UNIT_NAME.get(m.bytes_per_unit, m.unit)
         cause = (f"{UNIT_NAME[counterpart]} written as {q.written_unit}: "
                  f"{m.value:g} {true_unit} = {in_bytes / counterpart:.2f} {UNIT_NAME[counterpart]}")
-        return False, cause, converted
-    return False, None, converted
+        return False, cause, shown
+    return False, None, shown
 
 
 def arithmetic(sent: Span, ent: Span) -> tuple[str, float, Quantity] | None:

@@ -98,8 +98,10 @@ def _tokenizer(nlp: Language, spec: dict, class_marks: list[str]) -> Tokenizer:
     suffixes = [*nlp.Defaults.suffixes, rf"(?<=[0-9])(?:{glued})$", "`", r"\*+"]
     prefixes = [*nlp.Defaults.prefixes, "`", r"\*+"]
     infixes = [*nlp.Defaults.infixes, spec["split_name_value"]]
+    # English keeps "s." and "h." as abbreviations: "took 38.7 s." must end in the unit and a full stop.
+    rules = {k: v for k, v in nlp.tokenizer.rules.items() if not re.fullmatch(r"[A-Za-z]\.", k)}
     return Tokenizer(
-        nlp.vocab, rules={**nlp.tokenizer.rules, **{mark: [{"ORTH": mark}] for mark in class_marks}},
+        nlp.vocab, rules={**rules, **{mark: [{"ORTH": mark}] for mark in class_marks}},
         prefix_search=compile_prefix_regex(prefixes).search, suffix_search=compile_suffix_regex(suffixes).search,
         infix_finditer=compile_infix_regex(infixes).finditer,
         token_match=lambda text: whole.fullmatch(text) if text[-1:].isalnum() or text[-1:] in "/_" else None,
