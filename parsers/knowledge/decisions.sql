@@ -1,13 +1,29 @@
 -- Builds the `decisions` table (logmine.knowledge runs it at each ingest): each user request, in the
--- user's words, with what the assistant did until the next request (tool calls, unit-file writes,
+-- user's words (consecutive user messages joined), with what the assistant did until the next request (tool calls, unit-file writes,
 -- restarts), the configuration changes those produced (`links`) and the last run they started, with
 -- that run's measured effect. A request is a `question` when it asks ("?", a question word, or an
 -- auxiliary first: "can we ..."), else a `directive`.
 INSERT INTO decisions
-WITH requests AS (
+WITH turns AS (  -- user messages with no assistant message between them are one request
+    SELECT session_id, id, idx, role, text,
+           count(*) FILTER (role <> 'user') OVER (PARTITION BY session_id ORDER BY idx) AS turn
+    FROM messages WHERE role IN ('user', 'assistant')
+),
+grouped AS (
+    SELECT session_id, turn, arg_min(id, idx) AS id, min(idx) AS idx,
+           string_agg(trim(text), chr(10) ORDER BY idx) AS text
+    FROM turns WHERE role = 'user' AND trim(coalesce(text, '')) <> '' GROUP BY ALL
+),
+requests AS (
     SELECT session_id, id, idx, text,
            coalesce(lead(idx) OVER (PARTITION BY session_id ORDER BY idx), 2147483647) AS next_idx
-    FROM messages WHERE role = 'user' AND trim(coalesce(text, '')) <> ''
+    FROM grouped
+),
+answers AS (  -- the assistant's first words after the request: usually what it decided and why
+    SELECT r.session_id, r.idx, arg_min(left(trim(m.text), 500), m.idx) AS answer
+    FROM requests AS r JOIN messages AS m ON m.session_id = r.session_id AND m.role = 'assistant'
+         AND m.idx > r.idx AND m.idx < r.next_idx AND trim(coalesce(m.text, '')) <> ''
+    GROUP BY ALL
 ),
 calls AS (
     SELECT r.session_id, r.idx, count(*) AS n, max(t.message_index) AS last_index,
@@ -47,7 +63,7 @@ SELECT q.session_id, q.id, q.idx,
        CASE WHEN q.text LIKE '%?%' OR regexp_matches(lower(trim(q.text)),
             '^(can|could|should|would|is|are|do|does|did|will|any)\b|\b(what|why|how|which|where|when|who)\b')
             THEN 'question' ELSE 'directive' END,
-       q.text, c.last_index, coalesce(c.n, 0), c.actions, w.paths, s.commands, ch.changes,
+       q.text, a.answer, c.last_index, coalesce(c.n, 0), c.actions, w.paths, s.commands, ch.changes,
        ch.source_id, ch.run, r.end_reason,
        epoch(r.ready_at) - epoch(r.started_at),
        CASE WHEN r.ordinal IS NOT NULL THEN json_object(
@@ -61,6 +77,7 @@ SELECT q.session_id, q.id, q.idx,
                       AND k.run = r.ordinal AND k.model_role = 'target' AND k.kind = 'kv_cache_allocated'))
        END
 FROM requests AS q
+LEFT JOIN answers AS a ON a.session_id = q.session_id AND a.idx = q.idx
 LEFT JOIN calls AS c ON c.session_id = q.session_id AND c.idx = q.idx
 LEFT JOIN unit_writes AS w ON w.session_id = q.session_id AND w.idx = q.idx
 LEFT JOIN restarts AS s ON s.session_id = q.session_id AND s.idx = q.idx
