@@ -12,8 +12,12 @@ time, else the nearest), and the verdict:
   inside the claim is wrong, or the figure matches only once GiB and GB are swapped (the `cause`);
 - `unverifiable`: no cue, or nothing measured that figure for that run.
 
-A sentence-level cue (not in the claim's clause) may confirm a figure but contradicts it only through
-a unit mix-up, since a figure in another clause is often something else.
+Only the cues nearest a number in its clause (clauses break at , ; : -> and parentheses) can
+contradict it; any cue of the sentence may confirm it, and contradicts it only through a unit mix-up,
+since a farther cue is often another figure's. A cue of the other memory domain than its clause names
+(host RAM or GPU) is ignored. Per-quantity tolerances, cues and domains are data in quantities.json.
+A "+3.82 GB" beside "--mem-fraction-static 0.92" is checked against what that change would add, and a
+sentence naming flag values ("--hicache-ratio 2.0 asks for 80.23 GB") speaks of the run started with them.
 """
 
 from __future__ import annotations
@@ -33,7 +37,6 @@ from .nlp import data_file, pipeline
 VERIFIABLE = {"bytes", "seconds", "tokens"}
 BINARY_COUNTERPART = {1e9: 2**30, 2**30: 1e9, 1e6: 2**20, 2**20: 1e6, 1e12: 2**40, 2**40: 1e12, 1e3: 1024, 1024: 1e3}
 UNIT_NAME = {1e9: "GB", 2**30: "GiB", 1e6: "MB", 2**20: "MiB", 1e12: "TB", 2**40: "TiB", 1e3: "KB", 1024: "KiB"}
-DIMENSION_OF_UNIT = {"GB": "bytes", "s": "seconds", "tokens": "tokens"}
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,7 @@ class Measured:
 @dataclass
 class Candidate:
     measured: Measured
-    strong: bool      # the cue is in the claim's clause
+    strong: bool      # the cue is the nearest one in the claim's clause
     distance: int     # tokens between cue and number
 
 
@@ -106,8 +109,15 @@ def compare(q: Quantity, m: Measured) -> tuple[bool, str | None, float]:
     return False, None, shown
 
 
-def arithmetic(sent: Span, ent: Span) -> tuple[str, float, Quantity] | None:
-    """'0.95 + 0.60 = 1.55 GB' ending at `ent`: (expression, its value, the result as written)."""
+@dataclass(frozen=True)
+class Arithmetic:
+    start_char: int   # where the expression starts in the doc
+    expression: str   # "0.95 + 0.60", as written
+    value: float      # what it comes to
+
+
+def arithmetic(sent: Span, ent: Span) -> Arithmetic | None:
+    """The expression that `ent` is the result of: '0.95 + 0.60 = 1.55 GB'."""
     operators = knowledge()["arithmetic_operators"]
     doc = sent.doc
     i = ent.start - 1
@@ -140,8 +150,7 @@ def arithmetic(sent: Span, ent: Span) -> tuple[str, float, Quantity] | None:
         i -= 1
     if terms and terms[0] in operators.values():
         terms = terms[1:]
-    result = quantity(ent)
-    if len(terms) < 3 or result is None or units_seen - {ent[-1].text}:
+    if len(terms) < 3 or units_seen - {ent[-1].text}:
         return None
     expression = "".join(terms)
     try:
@@ -149,7 +158,7 @@ def arithmetic(sent: Span, ent: Span) -> tuple[str, float, Quantity] | None:
     except ZeroDivisionError:
         return None
     start = doc[i + 1].idx
-    return sent.doc.text[start:ent.end_char], float(value), result
+    return Arithmetic(start, doc.text[start:doc[ent.start - 1].idx].strip(), float(value))
 
 
 def clause_of(sent: Span) -> list[int]:
@@ -186,17 +195,17 @@ def what_if(sent: Span, ent: Span, q: Quantity, run_measured: dict) -> Measured 
     for spec in knowledge()["what_if"].values():
         if not isinstance(spec, dict) or spec["dimension"] != q.dimension:
             continue
-        flags = [e for e in sent.ents if e.label_ == "FLAG" and e.text.split("=")[0].split()[0] == spec["flag"]]
+        flags = [e for e in sent.ents if e.label_ == "FLAG" and flag_parts(e)[0] == spec["flag"]]
         base, setting = run_measured.get((spec["base"], "rank")), run_measured.get((spec["setting"], "rank"))
         if not flags or base is None or setting is None:
             continue
-        flag = flags[0]
-        value = number(flag.text.replace("=", " ").split()[-1]) if len(flag.text.replace("=", " ").split()) > 1 \
-            else next((number(t.text) for t in sent.doc[flag.end:min(flag.end + 4, sent.end)] if t.norm_ == "§num"),
-                      None)
+        # "--mem-fraction-static 0.92", or the value a few words on: "raise `--mem-fraction-static` to 0.92"
+        value = flag_parts(flags[0])[1] or next(
+            (number(t.text)[0] for t in sent.doc[flags[0].end:min(flags[0].end + 4, sent.end)] if t.norm_ == "§num"),
+            None)
         if value is None:
             continue
-        delta = base.value * (value[0] - setting.value)
+        delta = base.value * (value - setting.value)
         return Measured(f"{spec['base']} x change of {spec['setting']}", "rank", round(delta, 4), base.unit,
                         base.bytes_per_unit, base.source, spec["slack"])
     return None
@@ -239,12 +248,12 @@ def candidates(sent: Span, ent: Span, q: Quantity, hits: dict[str, list], run_me
     return found
 
 
-def judge(q: Quantity, found: list[Candidate], arith: tuple[str, float, Quantity] | None) -> dict:
+def judge(q: Quantity, found: list[Candidate], arith: Arithmetic | None) -> dict:
     """The verdict of one claim over its candidates."""
-    if arith is not None and abs(arith[1] - q.written) > tolerance(q):
+    if arith is not None and abs(arith.value - q.written) > tolerance(q):
         best = found[0].measured if found else None
         return _verdict("inconsistent", best, None if best is None else compare(q, best)[2],
-                        f"arithmetic: {arith[0].split('=')[0].strip()} = {arith[1]:.4g}, not {q.written:g}")
+                        f"arithmetic: {arith.expression} = {arith.value:.4g}, not {q.written:g}")
     results = [(c, *compare(q, c.measured)) for c in found]
     for c, agrees, _, measured in results:
         if agrees:
@@ -270,15 +279,19 @@ def _verdict(verdict: str, m: Measured | None, measured: float | None, cause: st
             "measured_source": m.source if m else None, "cause": cause}
 
 
+def flag_parts(flag: Span) -> tuple[str, float | None]:
+    """'--hicache-ratio 2.0' or '--hicache-ratio=2.0' -> ('--hicache-ratio', 2.0); no number -> None."""
+    name, _, value = flag.text.replace("=", " ", 1).partition(" ")
+    parsed = number(value.strip()) if value.strip() else None
+    return name, parsed[0] if parsed else None
+
+
 def flag_settings(sent: Span) -> dict[str, float]:
     """Numeric flag values the sentence names: {"hicache_ratio": 2.0} for `--hicache-ratio 2.0`."""
     settings = {}
-    for ent in sent.ents:
-        if ent.label_ == "FLAG":
-            name, _, value = ent.text.replace("=", " ", 1).partition(" ")
-            parsed = number(value.strip()) if value.strip() else None
-            if parsed:
-                settings[name.lstrip("-").replace("-", "_")] = parsed[0]
+    for name, value in (flag_parts(e) for e in sent.ents if e.label_ == "FLAG"):
+        if value is not None:
+            settings[name.lstrip("-").replace("-", "_")] = value
     return settings
 
 
@@ -302,14 +315,12 @@ def claims_of_doc(doc: Doc, base: dict, offset: int, sentence_base: int,
                 continue
             arith = arithmetic(sent, ent)
             found = candidates(sent, ent, q, hits, run_measured, clauses)
-            start_char = doc.text.index(arith[0]) if arith else ent.start_char - (1 if ent.start_char and
-                                                                                   doc.text[ent.start_char - 1] == "~"
-                                                                                   else 0)
+            start_char = arith.start_char if arith else ent.start_char
             rows.append({**base, "sentence": sentence_base + sentence_no,
                          "span_start": offset + ent.start_char, "span_end": offset + ent.end_char,
                          "text": claim_text(sent, ent, clauses, start_char), "value": q.written,
                          "unit": q.written_unit, "approximate": q.approximate,
-                         "arithmetic": None if arith is None else f"{arith[0].split('=')[0].strip()} = {arith[1]:.4g}",
+                         "arithmetic": None if arith is None else f"{arith.expression} = {arith.value:.4g}",
                          "source_id": which[0] if which else None, "run": which[1] if which else None,
                          "sentence_text": sent.text, **judge(q, found, arith)})
     return rows
