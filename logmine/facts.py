@@ -7,7 +7,6 @@ kind it is, its raw text, and for a quantity its value as written and normalised
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 from spacy.tokens import Span
@@ -32,11 +31,6 @@ class Quantity:
     high: float | None = None  # the upper end of a range ("15-25k tokens"), in the written unit
 
 
-@functools.cache
-def _units() -> dict[str, tuple[str, str, float]]:
-    return units()
-
-
 def number(text: str) -> tuple[float, float] | None:
     """The value and a unit of its last digit: '~58,417' -> (58417.0, 1.0); '25k' -> (25000.0, 1000.0)."""
     text = text.lstrip("~≈+±").replace(",", "")
@@ -53,7 +47,7 @@ def number(text: str) -> tuple[float, float] | None:
 
 def quantity(span: Span) -> Quantity | None:
     """The Quantity of a QUANTITY entity, or None when its text does not parse."""
-    table = _units()
+    table = units()
     numbers = [t for t in span if t.norm_ == "§num"]
     unit_token = next((t for t in reversed(span) if t.text in table or t.lower_ in table), None)
     if not numbers or unit_token is None:

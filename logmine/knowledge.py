@@ -63,12 +63,12 @@ def _prose_tables(con: duckdb.DuckDBPyConnection, messages: list[tuple]) -> None
         links.setdefault(session_id, []).append((index, source_id, ordinal))
     pieces = [(m, offset, line) for m in messages for offset, line in nlp.lines(m[4])]
     fact_rows, claim_rows = [], []
-    sentence_no: dict[str, int] = {}
+    sentence_no: dict[tuple[str, str], int] = {}  # sentences read so far in each message
     for (message, offset, _), doc in zip(pieces, nlp.read(line for _, _, line in pieces), strict=True):
         session_id, message_id, index, role, text, local_time = message
         base = {"session_id": session_id, "message_id": message_id, "message_index": index,
                 "message_first_line": text.strip().split("\n")[0][:200]}
-        first = sentence_no.get(message_id, 0)
+        first = sentence_no.get((session_id, message_id), 0)
         for k, sent in enumerate(doc.sents):
             fact_rows += [{**row, "role": role} for row in facts.fact_rows(sent, base, first + k, offset)]
         if role == "assistant":
@@ -79,7 +79,7 @@ def _prose_tables(con: duckdb.DuckDBPyConnection, messages: list[tuple]) -> None
                 return which, measured.get(which, {})
 
             claim_rows += claims.claims_of_doc(doc, base, offset, first, measured_for)
-        sentence_no[message_id] = first + sum(1 for _ in doc.sents)
+        sentence_no[session_id, message_id] = first + sum(1 for _ in doc.sents)
     _insert(con, "facts", fact_rows)
     _insert(con, "claims", claim_rows)
 

@@ -30,6 +30,7 @@ def data_file(name: str) -> str:
     return (resources.files("logmine.parsers.knowledge") / name).read_text(encoding="utf-8")
 
 
+@functools.cache
 def units() -> dict[str, tuple[str, str, float]]:
     """Unit surface -> (canonical unit, dimension, factor to the dimension's base)."""
     table = json.loads(data_file("units.json"))
