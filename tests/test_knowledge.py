@@ -83,3 +83,20 @@ def test_log_only_ingest_does_not_import_spacy(tmp_path) -> None:
               "print('spacy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_every_entity_kind_and_normalised_quantities() -> None:
+    from logmine import facts, nlp
+
+    doc = nlp.pipeline()("On gpu-box (10.0.0.7) sglang-qwen.service serves Qwen/Qwen3-32B on 2x H100 with "
+                         "`--mem-fraction-static=0.87 --tp 2`; /etc/systemd/system/sglang-qwen.service sets TP=2 "
+                         "and the KV cache is 37.36 GiB, 40.11GB, 306,048 tokens, 1.5 min, 2,500 tok/s, 90%.")
+    assert {(e.label_, e.text) for e in doc.ents} >= {
+        ("HOST", "gpu-box"), ("IP", "10.0.0.7"), ("UNIT", "sglang-qwen.service"), ("MODEL", "Qwen/Qwen3-32B"),
+        ("HARDWARE", "H100"), ("FLAG", "--mem-fraction-static=0.87"), ("FLAG", "--tp 2"),
+        ("PATH", "/etc/systemd/system/sglang-qwen.service"), ("TERM", "TP=2"), ("TERM", "KV cache")}
+    values = {e.text: facts.quantity(e) for e in doc.ents if e.label_ == "QUANTITY"}
+    assert (values["37.36 GiB"].value, values["37.36 GiB"].dimension) == (37.36 * 2**30, "bytes")
+    assert values["40.11GB"].value == 40.11e9 and values["306,048 tokens"].value == 306048
+    assert values["1.5 min"].value == 90 and values["2,500 tok/s"].dimension == "tokens/s"
+    assert values["90%"].dimension == "percent" and values["2x"].dimension == "factor"
