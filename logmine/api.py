@@ -67,7 +67,7 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
     Logs and transcripts are stored, and runs, configs, diffs and links recomputed, in one
     transaction: if anything fails or the process is interrupted, the tables are as they were before.
     """
-    from . import derive, transcripts
+    from . import derive, knowledge, transcripts
     from .ingest import ingest_logs
     from .inputs import classify_inputs
     from .store import run
@@ -86,6 +86,7 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
             for path, fmt in transcript_paths:
                 report.transcripts.append(transcripts.ingest_transcript(con, path, fmt))
             derive.rebuild(con, utc_offset=utc_offset)
+            knowledge.rebuild(con)  # facts, claims, decisions; spaCy only when a transcript has text
             run(con, "COMMIT")
         except BaseException:
             run(con, "ROLLBACK")

@@ -191,6 +191,26 @@ def lab(db: str, port: int | None, run_: int | None, browser: bool) -> None:
         fail(f"JupyterLab exited (code {code})")
 
 
+# The terminal view: the figure is in the claim's text, the measured one as the log printed it.
+CLAIM_COLUMNS = {"message_index": "msg", "verdict": "verdict", "text": "claim", "measured_figure": "measured",
+                 "measured_source": "source", "cause": "cause"}
+
+
+@main.command()
+@DB_OPTION
+@click.option("--session", default=None, help="Only this agent session id.")
+@click.option("--run", "run_", type=int, default=None, help="Only claims about this run ordinal.")
+@click.option("--format", "fmt", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True)
+def claims(db: str, session: str | None, run_: int | None, fmt: str) -> None:
+    """The agents' numbers checked against the logs, inconsistent first."""
+    with api.open_db(db) as con:
+        df = api.query(con, "claims", session=session, run=run_)
+    if fmt == "table":
+        df = df[list(CLAIM_COLUMNS)].assign(measured_source=df["measured_source"].map(
+            lambda s: s.rsplit("/", 1)[-1] if isinstance(s, str) else s)).rename(columns=CLAIM_COLUMNS)
+    click.echo(render(df, fmt))
+
+
 def fail(message: str) -> None:
     click.echo(f"logmine: {message}", err=True)
     sys.exit(2)
