@@ -86,6 +86,9 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
             for path, fmt in transcript_paths:
                 report.transcripts.append(transcripts.ingest_transcript(con, path, fmt))
             derive.rebuild(con, utc_offset=utc_offset)
+            untimed = dict(run(con, "SELECT source_id, sum(lines_without_time) FROM runs GROUP BY ALL"))
+            for source in report.logs.sources:
+                source.lines_without_time = int(untimed.get(source.source_id) or 0)
             knowledge.rebuild(con)  # facts, claims, decisions; spaCy only when a transcript has text
             run(con, "COMMIT")
         except BaseException:
@@ -264,6 +267,9 @@ def summary_text(summary: dict) -> str:
     for s in summary["sources"]:
         out.append(f"{s['path']}: {s['status']}, format {s['format']}, {s['lines_read']:,} lines read, "
                    f"{s['lines_typed']:,} typed, {s['lines_untyped']:,} untyped")
+        if s["lines_without_time"]:
+            out.append(f"  {s['lines_without_time']:,} lines have no time of their own (as in `journalctl -o cat`): "
+                       "runs may miss a start or an end that only they show")
     out.append(f"total: {summary['lines_read']:,} lines read, {summary['lines_typed']:,} typed, "
                f"{summary['lines_untyped']:,} kept untyped (see `logmine unparsed`) -> {summary['db']}")
     for t in summary.get("transcripts", []):

@@ -28,7 +28,7 @@ EVENT_TABLE_NAMES = [t.name for t in EVENT_TABLES]
 RUNS_COLUMNS = {
     "source_id": "INTEGER", "ordinal": "INTEGER", "first_line_no": "BIGINT", "last_line_no": "BIGINT",
     "pid": "INTEGER", "started_at": "TIMESTAMP", "ready_at": "TIMESTAMP", "ended_at": "TIMESTAMP",
-    "end_reason": "VARCHAR", "end_detail": "VARCHAR", "config_id": "VARCHAR",
+    "end_reason": "VARCHAR", "end_detail": "VARCHAR", "config_id": "VARCHAR", "lines_without_time": "BIGINT",
 }
 CONFIG_COLUMNS = {"config_id": "VARCHAR", "args": "JSON", "n_args": "INTEGER"}
 DIFF_COLUMNS = {"source_id": "INTEGER", "from_run": "INTEGER", "to_run": "INTEGER", "key": "VARCHAR",
@@ -86,6 +86,7 @@ class Run:
     last_line_no: int = 0
     first_ts: object = None
     last_ts: object = None
+    lines_without_time: int = 0  # lines with no time of their own (`-o cat` drops systemd's)
 
     def first(self, *kinds: str) -> Marker | None:
         return next((m for m in self.markers if m.kind in kinds), None)
@@ -238,14 +239,16 @@ def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None
     join = ASOF_JOIN
     if len(runs) <= RANGE_JOIN_MAX_RUNS:
         join, bounds["lasts"] = RANGE_JOIN, [r.last_line_no for r in runs]
-    for index, pid, server_lines, first_ts, last_ts in run(con, f"""
-            SELECT s.run_index, l.pid, count(*) FILTER (WHERE {SERVER_PID_LINE}), min({own_ts}), max({own_ts})
+    for index, pid, server_lines, first_ts, last_ts, untimed in run(con, f"""
+            SELECT s.run_index, l.pid, count(*) FILTER (WHERE {SERVER_PID_LINE}), min({own_ts}), max({own_ts}),
+                   count(*) FILTER (WHERE {own_ts} IS NULL)
             FROM lines AS l {join}
             WHERE l.source_id = $source
             GROUP BY ALL""", bounds):
         current = runs[index]
         if server_lines:
             current.pids[pid] = server_lines
+        current.lines_without_time += untimed
         current.first_ts = _extreme(min, current.first_ts, first_ts)
         current.last_ts = _extreme(max, current.last_ts, last_ts)
     if len(runs) > 1 and not runs[0].markers and not runs[0].pids:
@@ -335,7 +338,7 @@ def describe_run(r: Run, ordinal: int, is_last: bool) -> dict[str, object]:
         "source_id": r.source_id, "ordinal": ordinal, "first_line_no": r.first_line_no,
         "last_line_no": r.last_line_no, "pid": pid, "started_at": started.ts if started and started.ts else r.first_ts,
         "ready_at": ready.ts if ready else None, "ended_at": ended_at, "end_reason": reason,
-        "end_detail": detail, "config_id": None,
+        "end_detail": detail, "config_id": None, "lines_without_time": r.lines_without_time,
     }
 
 
