@@ -21,6 +21,7 @@ from .render import (
     Rows,
     render,  # noqa: F401 - part of the public API
     shortest_unique_suffixes,
+    visible,
 )
 from .store import DEFAULT_DB, connect
 
@@ -265,17 +266,18 @@ def summary_text(summary: dict) -> str:
     """The human summary printed after an ingest."""
     out = []
     for s in summary["sources"]:
-        out.append(f"{s['path']}: {s['status']}, format {s['format']}, {s['lines_read']:,} lines read, "
-                   f"{s['lines_typed']:,} typed, {s['lines_untyped']:,} untyped")
+        out.append(f"{visible(s['path'], one_line=True)}: {s['status']}, format {s['format']}, "
+                   f"{s['lines_read']:,} lines read, {s['lines_typed']:,} typed, {s['lines_untyped']:,} untyped")
         if s["lines_without_time"]:
             out.append(f"  {s['lines_without_time']:,} lines have no time of their own (as in `journalctl -o cat`): "
                        "runs may miss a start or an end that only they show")
     out.append(f"total: {summary['lines_read']:,} lines read, {summary['lines_typed']:,} typed, "
                f"{summary['lines_untyped']:,} kept untyped (see `logmine unparsed`) -> {summary['db']}")
     for t in summary.get("transcripts", []):
-        out.append(f"{t['path']}: {t['status']}, {t['format']}, {t['sessions']} sessions, {t['messages']} messages, "
-                   f"{t['tool_calls']} tool calls, {t['unknown_records']} unknown records kept")
-        out.extend(f"  skipped malformed input: {p}" for p in t["problems"][:20])
+        out.append(f"{visible(t['path'], one_line=True)}: {t['status']}, {t['format']}, {t['sessions']} sessions, "
+                   f"{t['messages']} messages, {t['tool_calls']} tool calls, "
+                   f"{t['unknown_records']} unknown records kept")
+        out.extend(f"  skipped malformed input: {visible(p, one_line=True)}" for p in t["problems"][:20])
     kinds = summary["by_kind"]
     if kinds:
         width = max(len(k) for k in kinds)
@@ -299,7 +301,7 @@ def progress_bar(enabled: bool = True) -> Iterator[Progress | None]:
 
         def update(name: str, done: int, total: int | None) -> None:
             if name not in tasks:
-                tasks[name] = bar.add_task(name, total=total)
+                tasks[name] = bar.add_task(visible(name, one_line=True), total=total)
             bar.update(tasks[name], completed=done)
 
         yield update

@@ -15,7 +15,7 @@ import click
 
 from . import api, named_queries
 from .render import FORMATS as OUTPUT_FORMATS
-from .render import Rows, clip, render
+from .render import Rows, clip, render, visible
 from .store import DEFAULT_DB
 from .terminal import emit
 
@@ -78,7 +78,7 @@ def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None
     if as_json:
         click.echo(json.dumps(summary, indent=2, default=str))
         return
-    click.echo(api.summary_text(summary))
+    emit(api.summary_text(summary), pager=False)
 
 
 @main.command()
@@ -208,11 +208,11 @@ def claims(db: str, session: str | None, run_: int | None, fmt: str) -> None:
     if fmt == "table":
         df = df[list(CLAIM_COLUMNS)].assign(measured_source=df["measured_source"].map(
             lambda s: s.rsplit("/", 1)[-1] if isinstance(s, str) else s)).rename(columns=CLAIM_COLUMNS)
-    click.echo(render(df, fmt))
+    emit(render(df, fmt), pager=fmt == "table")
 
 
 def fail(message: str) -> None:
-    click.echo(f"logmine: {message}", err=True)
+    click.echo(f"logmine: {visible(message, one_line=True)}", err=True)
     sys.exit(2)
 
 
