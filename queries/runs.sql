@@ -56,20 +56,12 @@ host_cache AS (
     WHERE kind = 'hicache_host_alloc'
     GROUP BY ALL
 ),
-traffic AS (
-    SELECT r.source_id, r.ordinal AS run,
-        (SELECT count(*) FROM prefill_batches AS p WHERE p.source_id = r.source_id
-            AND p.line_no BETWEEN r.first_line_no AND r.last_line_no) AS prefill_batches,
-        (SELECT count(*) FROM decode_batches AS d WHERE d.source_id = r.source_id
-            AND d.line_no BETWEEN r.first_line_no AND r.last_line_no) AS decode_batches,
-        (SELECT count(*) FROM http_requests AS h WHERE h.source_id = r.source_id
-            AND h.line_no BETWEEN r.first_line_no AND r.last_line_no) AS http_requests,
-        -- One retraction is printed by every rank at once: count distinct (second, figures).
-        (SELECT count(DISTINCT (date_trunc('second', x.ts), x.retracted_reqs, x.new_token_ratio_before,
-                                x.new_token_ratio_after))
-            FROM retractions AS x WHERE x.source_id = r.source_id
-            AND x.line_no BETWEEN r.first_line_no AND r.last_line_no) AS retractions
-    FROM selected_runs AS r
+retractions AS (
+    -- One retraction is printed by every rank at once: count distinct (second, figures).
+    SELECT source_id, run, count(DISTINCT (date_trunc('second', ts), retracted_reqs, new_token_ratio_before,
+                                           new_token_ratio_after)) AS retractions
+    FROM retractions_by_run
+    GROUP BY ALL
 ),
 run_errors AS (
     SELECT source_id, run,
@@ -100,10 +92,10 @@ SELECT
     round(c.available_gpu_mem_gib, 2) AS available_gpu_mem_gib,
     round(h.host_cache_gb_per_rank, 2) AS host_cache_gb_per_rank,
     round(h.host_cache_gb_total, 2) AS host_cache_gb_total,
-    t.prefill_batches,
-    t.decode_batches,
-    t.http_requests,
-    t.retractions,
+    r.prefill_batches,
+    r.decode_batches,
+    r.http_requests,
+    coalesce(x.retractions, 0) AS retractions,
     coalesce(e.errors, []) AS errors,
     r.lines_without_time,
     cfg.args AS config
@@ -113,7 +105,7 @@ LEFT JOIN rank0_kv AS kv ON kv.source_id = r.source_id AND kv.run = r.ordinal
 LEFT JOIN ranks AS k ON k.source_id = r.source_id AND k.run = r.ordinal
 LEFT JOIN capacity AS c ON c.source_id = r.source_id AND c.run = r.ordinal
 LEFT JOIN host_cache AS h ON h.source_id = r.source_id AND h.run = r.ordinal
-LEFT JOIN traffic AS t ON t.source_id = r.source_id AND t.run = r.ordinal
+LEFT JOIN retractions AS x ON x.source_id = r.source_id AND x.run = r.ordinal
 LEFT JOIN run_errors AS e ON e.source_id = r.source_id AND e.run = r.ordinal
 LEFT JOIN configs AS cfg ON cfg.config_id = r.config_id
 ORDER BY r.source_id, r.ordinal;
