@@ -20,7 +20,7 @@ import duckdb
 import pandas as pd
 
 from . import derive, named_queries, transcripts
-from .ingest import IngestReport, Progress, ingest_logs
+from .ingest import IngestReport, Progress, failure_line, ingest_logs
 from .inputs import classify_inputs
 from .render import render  # noqa: F401 - part of the public API
 from .sources import InputError
@@ -51,10 +51,12 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
     """Parse the inputs into typed events in the DuckDB file `db` (created if missing).
 
     Logs and transcripts are stored, and runs, configs, diffs and links recomputed, in one
-    transaction: if anything fails or the process is interrupted, the tables are as they were before.
+    transaction: if the process is interrupted, the tables are as they were before. An input that
+    cannot be read costs only itself: its rows are not kept, the others are, and the report's
+    `failed` names it with its reason.
     """
     utc_offset = parse_offset(tz) if tz else None
-    log_paths, transcript_paths = classify_inputs(paths)
+    log_paths, transcript_paths, skipped = classify_inputs(paths)
     con = connect(db)
     try:
         run(con, f"SET memory_limit = '{INGEST_MEMORY}'")
@@ -64,8 +66,14 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
         try:
             report = Report(ingest_logs(con, log_paths, envelope=envelope, progress=progress))
             run(con, "RESET threads")  # the worker is done: the queries below may use every core
+            report.logs.failed[:0] = skipped
             for path, fmt in transcript_paths:
-                report.transcripts.append(transcripts.ingest_transcript(con, path, fmt))
+                try:
+                    report.transcripts.append(transcripts.ingest_transcript(con, path, fmt))
+                except duckdb.Error:
+                    raise
+                except Exception as exc:  # this transcript is bad: it costs only itself
+                    report.logs.failed.append(failure_line(str(path), exc))
             derive.rebuild(con, utc_offset=utc_offset)
             run(con, "COMMIT")
         except BaseException:
@@ -162,6 +170,8 @@ def summary_text(summary: dict) -> str:
         out.append(f"{t['path']}: {t['status']}, {t['format']}, {t['sessions']} sessions, {t['messages']} messages, "
                    f"{t['tool_calls']} tool calls, {t['unknown_records']} unknown records kept")
         out.extend(f"  skipped malformed input: {p}" for p in t["problems"][:20])
+    if summary["failed"]:
+        out.append(f"not stored, could not be read: {len(summary['failed'])} input(s) (listed on stderr)")
     kinds = summary["by_kind"]
     if kinds:
         width = max(len(k) for k in kinds)

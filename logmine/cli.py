@@ -16,6 +16,8 @@ from .render import render
 from .sources import InputError
 from .store import DEFAULT_DB
 
+# Exit codes: 1 when some inputs could not be read (the others were stored), 2 when nothing was done.
+INPUT_FAILED = 1
 DB_OPTION = click.option("--db", default=DEFAULT_DB, show_default=True, help="DuckDB database file.")
 
 
@@ -43,8 +45,12 @@ def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None
     summary = report.as_dict()
     if as_json:
         click.echo(json.dumps(summary, indent=2, default=str))
-        return
-    click.echo(api.summary_text(summary))
+    else:
+        click.echo(api.summary_text(summary))
+    for line in summary["failed"]:
+        click.echo(f"logmine: {line}", err=True)
+    if summary["failed"]:
+        sys.exit(INPUT_FAILED)
 
 
 @main.command()

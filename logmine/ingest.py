@@ -41,7 +41,7 @@ from .sources import (
     InputError,
     LineBlock,
     PeekableStream,
-    describe_inputs,
+    describe_input,
     file_size,
     fingerprint,
     iter_line_blocks,
@@ -50,6 +50,7 @@ from .sources import (
     read_range,
 )
 from .store import (
+    SavedRows,
     append,
     delete_rows,
     ensure_tables,
@@ -92,6 +93,7 @@ class SourceReport:
 class IngestReport:
     db: str
     sources: list[SourceReport] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)  # one line per input that could not be read: file and why
 
     def as_dict(self) -> dict:
         by_kind: Counter = Counter()
@@ -104,6 +106,7 @@ class IngestReport:
             "lines_untyped": sum(s.lines_untyped for s in self.sources),
             "by_kind": dict(by_kind.most_common()),
             "sources": [s.as_dict() for s in self.sources],
+            "failed": self.failed,
         }
 
 
@@ -112,12 +115,26 @@ def ingest_logs(con: duckdb.DuckDBPyConnection, paths: list[str], envelope: str 
     """Parse log files (or `-` for stdin) into the tables; run it inside a transaction."""
     if envelope is not None and envelope not in FORMATS:
         raise InputError(f"unknown format {envelope!r}; choose one of {', '.join(FORMATS)}")
-    inputs = describe_inputs(paths)
     ensure_tables(con, {name: table_columns(name) for name in LOG_TABLES})
     report = IngestReport(db="")
-    for inp in inputs:
-        report.sources.append(ingest_log(con, inp, envelope, progress))
+    for path in paths:
+        try:
+            report.sources.append(ingest_log(con, describe_input(path), envelope, progress))
+        except duckdb.Error:
+            raise  # the transaction itself is in doubt: nothing of this ingest is kept
+        except Exception as exc:  # this input is bad: it costs only itself
+            report.failed.append(failure_line(path, exc))
     return report
+
+
+def failure_line(path: str, exc: Exception) -> str:
+    """One line naming the input and why it failed."""
+    if isinstance(exc, InputError):
+        return str(exc)
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{path}: cannot read ({exc.strerror})"
+    detail = (str(exc).strip().splitlines() or [""])[0]
+    return f"{path}: cannot be read ({type(exc).__name__}{': ' if detail else ''}{detail})"
 
 
 def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
@@ -125,13 +142,26 @@ def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
     previous = find_source(con, inp.path) if inp.path != "-" else None
     start_offset, first_line, status = plan_resume(inp, previous)
     source_id = previous["source_id"] if previous else next_source_id(con)
-    if status in ("grown", "replaced"):
-        delete_rows(con, LOG_TABLES, source_id, first_line)
     report = SourceReport(inp.display, source_id, status)
     if status == "unchanged":
         report.envelope = previous["envelope"]
         return report
+    saved = SavedRows(con, LOG_TABLES, source_id, first_line, keep=status in ("grown", "replaced"))
+    try:
+        _read_log(con, inp, envelope, progress, previous, start_offset, first_line, report)
+    except duckdb.Error:
+        raise
+    except Exception:
+        saved.restore()
+        raise
+    saved.discard()
+    return report
 
+
+def _read_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, progress: Progress | None,
+              previous: dict | None, start_offset: int, first_line: int, report: SourceReport) -> None:
+    """Parse one input from `start_offset` and store its rows and its `sources` record."""
+    source_id, status = report.source_id, report.status
     stream = PeekableStream(open_bytes(inp, start_offset), inp.display)
     try:
         if start_offset == 0 and envelope is None and looks_binary(stream.head):
@@ -182,9 +212,8 @@ def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
         "fallback_date": fallback_date, "ingested_at": datetime.now(),
     }
     if inp.path == "-" and is_duplicate_stdin(con, report, digest):
-        return report
+        return
     upsert_source(con, record)
-    return report
 
 
 @dataclass

@@ -5,20 +5,23 @@ from __future__ import annotations
 from pathlib import Path
 
 from .parsers.transcripts.detect import detect
-from .sources import LOG_SUFFIXES, InputError
+from .sources import LOG_SUFFIXES
 
 
-def classify_inputs(paths: list[str]) -> tuple[list[str], list[tuple[Path, str]]]:
-    """(log paths, [(transcript path, format)]); a directory may hold both kinds."""
+def classify_inputs(paths: list[str]) -> tuple[list[str], list[tuple[Path, str]], list[str]]:
+    """(log paths, [(transcript path, format)], [one line per input skipped, saying why]);
+    a directory may hold both kinds."""
     logs: list[str] = []
     transcripts: list[tuple[Path, str]] = []
+    skipped: list[str] = []
     for given in paths:
         if given == "-":
             logs.append(given)
             continue
         path = Path(given)
         if not path.exists():
-            raise InputError(f"{given}: no such file or directory")
+            skipped.append(f"{given}: no such file or directory")
+            continue
         found = detect(path)
         if found:
             transcripts.append((path, found))
@@ -26,10 +29,10 @@ def classify_inputs(paths: list[str]) -> tuple[list[str], list[tuple[Path, str]]
             found_before = len(logs) + len(transcripts)
             walk_directory(path, logs, transcripts)
             if len(logs) + len(transcripts) == found_before:
-                raise InputError(f"{given}: no log files ({', '.join(LOG_SUFFIXES)}) or agent transcripts in it")
+                skipped.append(f"{given}: no log files ({', '.join(LOG_SUFFIXES)}) or agent transcripts in it")
         else:
             logs.append(given)
-    return logs, transcripts
+    return logs, transcripts, skipped
 
 
 def walk_directory(root: Path, logs: list[str], transcripts: list[tuple[Path, str]]) -> None:

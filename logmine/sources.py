@@ -49,18 +49,14 @@ class Input:
         return self.path != "-" and self.compression is None
 
 
-def describe_inputs(paths: list[str]) -> list[Input]:
-    """The files to read (`-` is stdin); directories are expanded by `logmine.inputs`."""
-    inputs: list[Input] = []
-    for given in paths:
-        if given == "-":
-            inputs.append(Input("-", "<stdin>", None, None, None))
-            continue
-        path = Path(given)
-        if not path.is_file():
-            raise InputError(f"{given}: no such file")
-        inputs.append(describe(path))
-    return inputs
+def describe_input(given: str) -> Input:
+    """The file to read (`-` is stdin); directories are expanded by `logmine.inputs`."""
+    if given == "-":
+        return Input("-", "<stdin>", None, None, None)
+    path = Path(given)
+    if not path.is_file():
+        raise InputError(f"{given}: no such file")
+    return describe(path)
 
 
 def describe(path: Path) -> Input:

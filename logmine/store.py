@@ -112,6 +112,38 @@ def delete_rows(con: duckdb.DuckDBPyConnection, tables: Iterable[str], source_id
         run(con, f'DELETE FROM "{table}" WHERE source_id = ? AND line_no >= ?', [source_id, from_line])
 
 
+class SavedRows:
+    """A source's rows from line `from_line` on, removed before they are re-read and put back if that fails.
+
+    DuckDB has no savepoints: inside the ingest's one transaction, one input's failure is undone by hand,
+    so that a bad input costs only itself. A new source (`keep=False`) has nothing to put back.
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, tables: Iterable[str], source_id: int,
+                 from_line: int = 0, keep: bool = True) -> None:
+        self.con, self.tables, self.source_id, self.from_line = con, list(tables), source_id, from_line
+        self.kept: list[str] = []
+        if keep:
+            for table in self.tables:
+                copy = f"_logmine_saved_{table}"
+                run(con, f'CREATE OR REPLACE TEMP TABLE "{copy}" AS SELECT * FROM "{table}" '
+                         "WHERE source_id = ? AND line_no >= ?", [source_id, from_line])
+                self.kept.append(copy)
+            delete_rows(con, self.tables, source_id, from_line)
+
+    def restore(self) -> None:
+        """Remove what was stored since, and put the saved rows back."""
+        delete_rows(self.con, self.tables, self.source_id, self.from_line)
+        for table, copy in zip(self.tables, self.kept, strict=False):
+            run(self.con, f'INSERT INTO "{table}" SELECT * FROM "{copy}"')
+        self.discard()
+
+    def discard(self) -> None:
+        for copy in self.kept:
+            run(self.con, f'DROP TABLE IF EXISTS "{copy}"')
+        self.kept = []
+
+
 def next_source_id(con: duckdb.DuckDBPyConnection) -> int:
     return con.execute("SELECT coalesce(max(source_id), 0) + 1 FROM sources").fetchall()[0][0]
 

@@ -95,19 +95,20 @@ def ingest_transcript(con: duckdb.DuckDBPyConnection, path: Path, fmt: str | Non
     if previous and previous[0][1] == fingerprint:
         return TranscriptReport(str(path), previous[0][0], "unchanged", fmt)
     source_id = previous[0][0] if previous else next_source_id(con)
-    if previous:
-        for table in TABLES:
-            run(con, f'DELETE FROM "{table}" WHERE source_id = ?', [source_id])
     report = TranscriptReport(str(path), source_id, "replaced" if previous else "new", fmt)
     rows: dict[str, list[dict]] = {name: [] for name in TABLES}
-    known_sessions = {r[0] for r in run(con, "SELECT id FROM sessions")}
+    known_sessions = {r[0] for r in run(con, "SELECT id FROM sessions WHERE source_id <> ?", [source_id])}
     skipped_sessions: set[str] = set()
+    # Everything is read before anything is stored, so a file that fails to read leaves its old rows.
     for record in read_transcripts(path):
         add_record(record, source_id, rows, known_sessions, skipped_sessions, report)
     if skipped_sessions and not report.sessions:
         report.status = "duplicate: its sessions were already stored from another file"
     for call in list(rows["tool_calls"]):
         enrich_tool_call(call, rows)
+    if previous:
+        for table in TABLES:
+            run(con, f'DELETE FROM "{table}" WHERE source_id = ?', [source_id])
     for table, table_rows in rows.items():
         insert_rows(con, table, table_rows)
     upsert_source(con, {
