@@ -68,6 +68,7 @@ SMALL_APPEND_ROWS = 1000
 WORKER_MIN_BYTES = 32 << 20
 WORKER_QUEUE = 2
 TAIL_BYTES = 4096
+DETECT_LINES = 200  # the format is told from the first lines of an input
 LOG_TABLES = ["lines"] + [t.name for t in EVENT_TABLES]
 Progress = Callable[[str, int, int | None], None]  # (input name, bytes done, bytes total)
 
@@ -161,7 +162,7 @@ def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
 def _read_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, progress: Progress | None,
               previous: dict | None, start_offset: int, first_line: int, report: SourceReport) -> None:
     """Parse one input from `start_offset` and store its rows and its `sources` record."""
-    source_id, status = report.source_id, report.status
+    source_id = report.source_id
     stream = PeekableStream(open_bytes(inp, start_offset), inp.display)
     try:
         if start_offset == 0 and envelope is None and looks_binary(stream.head):
@@ -170,16 +171,20 @@ def _read_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, 
     except BaseException:
         stream.close()
         raise
-    if previous and status == "grown":
+    if previous and start_offset > 0:
         fmt = previous["envelope"]
         time = TimeContext(previous["year"], _seconds(previous["utc_offset_s"]))
         fallback_date = previous["fallback_date"]
     else:
-        fmt = envelope or detect_format(sample[:200])
+        fmt = envelope or detect_format(sample[:DETECT_LINES])
         fallback_date = datetime.fromtimestamp(inp.mtime or datetime.now().timestamp()).strftime("%Y-%m-%d")
         time = infer_context(fmt, sample, int(fallback_date[:4]))
     report.envelope = fmt
     plan = ParsePlan(inp, start_offset, first_line, source_id, fmt, time, fallback_date)
+    if first_line > 1:  # the parser's state at the line before: the time and kind later lines inherit
+        found = run(con, "SELECT CAST(ts AS VARCHAR), kind FROM lines WHERE source_id = ? AND line_no = ?",
+                    [source_id, first_line - 1])
+        plan.last_ts, plan.last_kind = found[0] if found else (None, None)
     if inp.path != "-" and (inp.size or 0) >= WORKER_MIN_BYTES:
         stream.close()  # the worker process reopens the file
         batches = parse_in_worker(plan)
@@ -192,20 +197,21 @@ def _read_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, 
         if progress:
             progress(inp.display, start_offset + parsed.consumed, inp.size)
     appender.close()
-    consumed, line_no, partial = parsed.consumed, parsed.line_no, parsed.partial
-    digest = parsed.digest
-
-    bytes_done = start_offset + consumed
-    lines_done = line_no
-    if partial:
-        # Keep the unterminated last line, but re-read it if the file grows.
-        last_len = len(_last_line_bytes(inp, bytes_done)) if inp.resumable else 0
-        bytes_done -= last_len
+    line_no, partial, digest = parsed.line_no, parsed.partial, parsed.digest
+    end = start_offset + parsed.consumed
+    bytes_done, lines_done = end, line_no
+    # What is stored but read again if the file grows: an unterminated last line, and every line from
+    # the start of a traceback still open at the end, whose rest may still be being written.
+    reread_from = min(n for n in (parsed.reopen_line, line_no if partial else None, line_no + 1) if n is not None)
+    if inp.resumable and reread_from <= line_no:
+        bytes_done = _start_of_line(inp, end, line_no - reread_from + 1, partial)
+        lines_done = reread_from - 1
+    elif partial:
         lines_done -= 1
     record = {
         "source_id": source_id, "path": inp.path, "display": inp.display, "kind": "log", "envelope": fmt,
-        "compression": inp.compression, "size_bytes": inp.size, "bytes_ingested": bytes_done,
-        "lines_ingested": lines_done, "partial_last_line": partial,
+        "compression": inp.compression, "size_bytes": end if inp.resumable else inp.size,
+        "bytes_ingested": bytes_done, "lines_ingested": lines_done, "partial_last_line": partial or bytes_done < end,
         "head_hash": _head_hash(inp, bytes_done), "tail_hash": _tail_hash(inp, bytes_done),
         "content_hash": digest,
         "year": time.year, "utc_offset_s": int(time.utc_offset.total_seconds()),
@@ -227,6 +233,8 @@ class ParsePlan:
     envelope: str
     time: TimeContext
     fallback_date: str
+    last_ts: str | None = None  # the time and kind of the line before `first_line`, when resuming
+    last_kind: str | None = None
 
 
 @dataclass
@@ -239,6 +247,7 @@ class Parsed:
     partial: bool  # the input's last line has no newline
     final: bool  # the input's last batch
     digest: str | None = None  # content hash of stdin, on the final batch
+    reopen_line: int | None = None  # first line of a traceback still open at the end, on the final batch
 
 
 def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iterator[Parsed]:
@@ -247,7 +256,8 @@ def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iter
     The first batch is one block, so that storing starts while the second is parsed.
     """
     stream = stream or PeekableStream(open_bytes(plan.inp, plan.start_offset), plan.inp.display)
-    parser = LineParser(plan.source_id, plan.envelope, plan.time, plan.fallback_date)
+    parser = LineParser(plan.source_id, plan.envelope, plan.time, plan.fallback_date, last_ts=plan.last_ts,
+                        last_kind=plan.last_kind)
     # Only stdin is recognised by its content; files by path, size and the hashes of their ends.
     hasher = hashlib.blake2b(digest_size=16) if plan.inp.path == "-" else None
     line_no, consumed, partial = plan.first_line - 1, 0, False
@@ -261,9 +271,10 @@ def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iter
             if len(batch) >= BATCH_LINES or number == 0:
                 yield Parsed(typed_batch(batch.tables(), stats=False), consumed, line_no, partial, False)
                 batch = ColumnBatch()
+        reopen_line = min((err.first_line_no for err in parser.tracebacks.open), default=None)
         parser.finish(batch)
         yield Parsed(typed_batch(batch.tables(), stats=False), consumed, line_no, partial, True,
-                     hasher and hasher.hexdigest())
+                     hasher and hasher.hexdigest(), reopen_line)
     finally:
         if plan.inp.path != "-":
             stream.close()
@@ -371,9 +382,10 @@ def plan_resume(inp: Input, previous: dict | None) -> tuple[int, int, str]:
         if same_prefix:
             if size == done and not previous["partial_last_line"]:
                 return 0, 1, "unchanged"
-            if size == done + len(_last_line_bytes(inp, size)) and previous["partial_last_line"] \
-                    and size == previous["size_bytes"]:
-                return 0, 1, "unchanged"
+            if previous["partial_last_line"] and size == previous["size_bytes"]:
+                return 0, 1, "unchanged"  # its tail, stored, has not grown since
+            if done < SNIFF_BYTES and previous["lines_ingested"] < DETECT_LINES:
+                return 0, 1, "grown"  # its format was told from fewer lines than there are now: read it all again
             return done, previous["lines_ingested"] + 1, "grown"
     elif inp.size == previous["size_bytes"] and _head_hash(inp, SNIFF_BYTES) == previous["head_hash"]:
         return 0, 1, "unchanged"
@@ -495,11 +507,22 @@ def _tail_hash(inp: Input, upto: int) -> str | None:
     return fingerprint(read_range(inp.path, upto - TAIL_BYTES, min(upto, TAIL_BYTES)))
 
 
-def _last_line_bytes(inp: Input, end: int) -> bytes:
-    """The bytes after the last newline before `end` (an unterminated final line)."""
-    start = max(0, end - BLOCK_BYTES)
-    data = read_range(inp.path, start, end - start)
-    return data[data.rfind(b"\n") + 1:]
+def _start_of_line(inp: Input, end: int, count: int, partial: bool) -> int:
+    """The byte offset where the last `count` lines before `end` begin (the last unterminated if `partial`)."""
+    wanted = count if partial else count + 1  # the newline ending the line before them is the one sought
+    stop = end
+    while stop > 0:
+        start = max(0, stop - BLOCK_BYTES)
+        data = read_range(inp.path, start, stop - start)
+        found = data.count(b"\n")
+        if found >= wanted:
+            at = len(data)
+            for _ in range(wanted):
+                at = data.rfind(b"\n", 0, at)
+            return start + at + 1
+        wanted -= found
+        stop = start
+    return 0
 
 
 def _seconds(value: int | None) -> timedelta:

@@ -122,26 +122,30 @@ class SavedRows:
     def __init__(self, con: duckdb.DuckDBPyConnection, tables: Iterable[str], source_id: int,
                  from_line: int = 0, keep: bool = True) -> None:
         self.con, self.tables, self.source_id, self.from_line = con, list(tables), source_id, from_line
-        self.kept: list[str] = []
-        if keep:
-            for table in self.tables:
-                copy = f"_logmine_saved_{table}"
-                run(con, f'CREATE OR REPLACE TEMP TABLE "{copy}" AS SELECT * FROM "{table}" '
-                         "WHERE source_id = ? AND line_no >= ?", [source_id, from_line])
-                self.kept.append(copy)
-            delete_rows(con, self.tables, source_id, from_line)
+        self.kept: dict[str, str] = {}  # table -> its temporary copy
+        if not keep:
+            return
+        # One query says which tables hold such rows: most hold none, and each statement costs milliseconds.
+        having = run(con, " UNION ALL ".join(
+            f"SELECT '{table}' WHERE EXISTS (SELECT 1 FROM \"{table}\" WHERE source_id = $1 AND line_no >= $2)"
+            for table in self.tables), [source_id, from_line])
+        for (table,) in having:
+            copy = self.kept[table] = f"_logmine_saved_{table}"
+            run(con, f'CREATE OR REPLACE TEMP TABLE "{copy}" AS SELECT * FROM "{table}" '
+                     "WHERE source_id = ? AND line_no >= ?", [source_id, from_line])
+        delete_rows(con, self.kept, source_id, from_line)
 
     def restore(self) -> None:
         """Remove what was stored since, and put the saved rows back."""
         delete_rows(self.con, self.tables, self.source_id, self.from_line)
-        for table, copy in zip(self.tables, self.kept, strict=False):
+        for table, copy in self.kept.items():
             run(self.con, f'INSERT INTO "{table}" SELECT * FROM "{copy}"')
         self.discard()
 
     def discard(self) -> None:
-        for copy in self.kept:
-            run(self.con, f'DROP TABLE IF EXISTS "{copy}"')
-        self.kept = []
+        for copy in self.kept.values():
+            run(self.con, f'DROP TABLE "{copy}"')
+        self.kept = {}
 
 
 def next_source_id(con: duckdb.DuckDBPyConnection) -> int:

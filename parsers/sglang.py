@@ -12,6 +12,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cache
 from re import _parser as re_parser
 
 import numpy as np
@@ -303,12 +304,17 @@ def empty_groups(regex: str) -> frozenset[str]:
 
 
 def compile_pattern(spec: formats.Pattern) -> CompiledPattern:
-    regex, empty = re.compile(spec.regex), empty_groups(spec.regex)
-    tail = TAIL_GROUP.search(spec.regex)
+    return CompiledPattern(spec, *_compiled(spec.regex))
+
+
+@cache  # each LineParser (one per input, one per agent tool output) compiles the same table
+def _compiled(pattern: str) -> tuple[re.Pattern[str], str, frozenset[str], str | None]:
+    regex, empty = re.compile(pattern), empty_groups(pattern)
+    tail = TAIL_GROUP.search(pattern)
     if tail is None:
-        return CompiledPattern(spec, regex, f"^(?:{spec.regex})", empty)
-    head = spec.regex[:tail.start()]
-    return CompiledPattern(spec, regex, f"^(?P<_head>(?:{head})){tail['inner']}", empty, tail["name"])
+        return regex, f"^(?:{pattern})", empty, None
+    head = pattern[:tail.start()]
+    return regex, f"^(?P<_head>(?:{head})){tail['inner']}", empty, tail["name"]
 
 
 @dataclass
