@@ -32,6 +32,7 @@ from .parsers.envelopes import FORMATS, TimeContext, detect_format, infer_contex
 from .parsers.events import COMMON_COLUMNS, EVENT_TABLES
 from .parsers.log_lines import LINE_COLUMNS, ColumnBatch, LineParser, table_columns
 from .parsers.sglang import expand_stats
+from .parsers.transcripts.model import TranscriptUnreadable
 from .process_tuning import tune_for_ingest
 from .shared_batches import SharedSlots
 from .sources import (
@@ -130,7 +131,7 @@ def ingest_logs(con: duckdb.DuckDBPyConnection, paths: list[str], envelope: str 
 
 def failure_line(path: str, exc: Exception) -> str:
     """One line naming the input and why it failed."""
-    if isinstance(exc, InputError):
+    if isinstance(exc, (InputError, TranscriptUnreadable)):
         return str(exc)
     if isinstance(exc, OSError) and exc.strerror:
         return f"{path}: cannot read ({exc.strerror})"

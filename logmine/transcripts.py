@@ -125,7 +125,8 @@ def add_record(record: object, source_id: int, rows: dict[str, list[dict]], know
     """Turn one reader record into a row; sessions already stored from another source are skipped."""
     if isinstance(record, ParseProblem):
         rows["transcript_problems"].append({"source_id": source_id, **asdict(record)})
-        report.problems.append(f"{record.path}:{record.line}: {record.message}")
+        report.problems.append(f"{record.path}:{record.line}: {record.message}" if record.line is not None
+                               else f"{record.path}: {record.message}")
         return
     session_id = getattr(record, "session_id", None) or getattr(record, "id", None)
     if isinstance(record, Session):

@@ -96,4 +96,8 @@ class ParseProblem:
     message: str
 
 
+class TranscriptUnreadable(Exception):
+    """A transcript file that cannot be read as a whole (corrupt or truncated); the message names it."""
+
+
 Record = Union[Session, Message, Part, ToolCall, UnknownRecord, ParseProblem]  # noqa: UP007 (py3.10 target)

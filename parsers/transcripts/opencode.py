@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .common import as_int, join_texts, parse_timestamp, seconds_between
-from .model import Message, ParseProblem, Part, Record, Session, ToolCall, UnknownRecord
+from .model import Message, ParseProblem, Part, Record, Session, ToolCall, TranscriptUnreadable, UnknownRecord
 
 FORMAT = "opencode"
 MessageWithParts = tuple[dict[str, Any], list[dict[str, Any]]]
@@ -208,8 +208,7 @@ def read_sqlite(path: Path, seen: SeenIds | None = None) -> Iterator[Record]:
     try:
         connection = open_readonly(path)
     except sqlite3.Error as exc:
-        yield ParseProblem(str(path), None, f"cannot open opencode database: {exc}")
-        return
+        raise TranscriptUnreadable(f"{path}: cannot open the opencode database ({exc})") from None
     connection.row_factory = sqlite3.Row
     try:
         infos = [_session_row_to_info(row) for row in connection.execute("SELECT * FROM session ORDER BY id")]
@@ -220,7 +219,7 @@ def read_sqlite(path: Path, seen: SeenIds | None = None) -> Iterator[Record]:
             messages = list(_sqlite_messages(connection, info["id"], seen))
             yield from assemble_session(info, messages, str(path), children.get(info["id"], []))
     except sqlite3.Error as exc:
-        yield ParseProblem(str(path), None, f"opencode database query failed: {exc}")
+        raise TranscriptUnreadable(f"{path}: the opencode database cannot be read, corrupt? ({exc})") from None
     finally:
         connection.close()
 
