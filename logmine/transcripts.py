@@ -24,7 +24,7 @@ from .parsers.launch_config import config_from_unit_or_command, parse_launch_com
 from .parsers.log_lines import ColumnBatch, LineParser
 from .parsers.shell_commands import file_write_from_tool, split_command
 from .parsers.transcripts.detect import read_transcripts
-from .parsers.transcripts.model import Message, ParseProblem, Part, Session, ToolCall, UnknownRecord
+from .parsers.transcripts.model import Message, ParseProblem, Part, Session, ToolCall, UnknownRecord, type_problem
 from .store import create_table, next_source_id, run, upsert_source
 
 TABLES: dict[str, dict[str, str]] = {
@@ -45,7 +45,7 @@ TABLES: dict[str, dict[str, str]] = {
                    "started_at": "TIMESTAMP", "ended_at": "TIMESTAMP", "duration_s": "DOUBLE",
                    "child_session_id": "VARCHAR"},
     "unknown_records": {"source_id": "INTEGER", "session_id": "VARCHAR", "path": "VARCHAR", "line": "BIGINT",
-                        "record_type": "VARCHAR", "raw": "VARCHAR"},
+                        "record_type": "VARCHAR", "raw": "VARCHAR", "reason": "VARCHAR"},
     "transcript_problems": {"source_id": "INTEGER", "path": "VARCHAR", "line": "BIGINT", "message": "VARCHAR"},
     "commands": {"source_id": "INTEGER", "session_id": "VARCHAR", "message_id": "VARCHAR",
                  "message_index": "INTEGER", "call_id": "VARCHAR", "step": "INTEGER", "host": "VARCHAR",
@@ -96,16 +96,9 @@ def ingest_transcript(con: duckdb.DuckDBPyConnection, path: Path, fmt: str | Non
         return TranscriptReport(str(path), previous[0][0], "unchanged", fmt)
     source_id = previous[0][0] if previous else next_source_id(con)
     report = TranscriptReport(str(path), source_id, "replaced" if previous else "new", fmt)
-    rows: dict[str, list[dict]] = {name: [] for name in TABLES}
     known_sessions = {r[0] for r in run(con, "SELECT id FROM sessions WHERE source_id <> ?", [source_id])}
-    skipped_sessions: set[str] = set()
     # Everything is read before anything is stored, so a file that fails to read leaves its old rows.
-    for record in read_transcripts(path):
-        add_record(record, source_id, rows, known_sessions, skipped_sessions, report)
-    if skipped_sessions and not report.sessions:
-        report.status = "duplicate: its sessions were already stored from another file"
-    for call in list(rows["tool_calls"]):
-        enrich_tool_call(call, rows)
+    rows = read_rows(path, report, known_sessions)
     if previous:
         for table in TABLES:
             run(con, f'DELETE FROM "{table}" WHERE source_id = ?', [source_id])
@@ -118,6 +111,31 @@ def ingest_transcript(con: duckdb.DuckDBPyConnection, path: Path, fmt: str | Non
         "year": None, "utc_offset_s": None, "fallback_date": None, "ingested_at": datetime.now(),
     })
     return report
+
+
+def read_rows(path: Path, report: TranscriptReport, known_sessions: set[str]) -> dict[str, list[dict]]:
+    """The rows of every table for one transcript file or directory, counted into `report`; sessions
+    in `known_sessions` (stored from another file) are skipped."""
+    rows: dict[str, list[dict]] = {name: [] for name in TABLES}
+    skipped_sessions: set[str] = set()
+    for record in read_transcripts(path):
+        problem = type_problem(record)
+        if problem:  # a value of another type than the agent writes, taken as it was by the reader
+            record = UnknownRecord(None, str(path), getattr(record, "source_line", None), type(record).__name__,
+                                   json.dumps(asdict(record), default=str), problem)
+        add_record(record, report.source_id, rows, known_sessions, skipped_sessions, report)
+    if skipped_sessions and not report.sessions:
+        report.status = "duplicate: its sessions were already stored from another file"
+    for call in list(rows["tool_calls"]):
+        try:
+            enrich_tool_call(call, rows)
+        except Exception as exc:  # an input of a shape no agent writes: the call is stored, not what it ran
+            call.pop("_input", None)
+            report.unknown_records += 1
+            rows["unknown_records"].append({"source_id": report.source_id, "session_id": call["session_id"],
+                                            "path": str(path), "line": None, "record_type": "tool_input",
+                                            "raw": call["input"], "reason": f"{type(exc).__name__}: {exc}"})
+    return rows
 
 
 def add_record(record: object, source_id: int, rows: dict[str, list[dict]], known: set[str],

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
-from .model import ParseProblem, TranscriptUnreadable
+from .model import ParseProblem, TranscriptUnreadable, UnknownRecord
 
 SNIFF_BYTES = 64 * 1024
 _EPOCH_MS_THRESHOLD = 1e11  # numbers above this are epoch milliseconds, below are seconds
@@ -23,7 +23,10 @@ def parse_timestamp(value: Any) -> datetime | None:
         return None
     if isinstance(value, (int, float)):
         seconds = value / 1000 if value > _EPOCH_MS_THRESHOLD else value
-        return datetime.fromtimestamp(seconds, tz=timezone.utc)
+        try:
+            return datetime.fromtimestamp(seconds, tz=timezone.utc)
+        except (OverflowError, OSError, ValueError):  # far outside the years a datetime holds
+            return None
     if isinstance(value, str) and value:
         try:
             parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -33,6 +36,13 @@ def parse_timestamp(value: Any) -> datetime | None:
             parsed = parsed.replace(tzinfo=timezone.utc)
         return parsed.astimezone(timezone.utc)
     return None
+
+
+def unreadable(exc: Exception, session_id: object, path: object, line: int | None, record_type: str,
+               raw: object) -> UnknownRecord:
+    """A record a reader could not read (a field of an unexpected type), kept verbatim with the reason."""
+    return UnknownRecord(session_id if isinstance(session_id, str) else None, str(path), line, record_type,
+                         json.dumps(raw, default=str), f"{type(exc).__name__}: {exc}")
 
 
 def seconds_between(start: datetime | None, end: datetime | None) -> float | None:

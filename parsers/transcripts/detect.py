@@ -58,10 +58,11 @@ def _starts_like_storage_object(text: str) -> bool:
 
 
 def _line_format(line: dict[str, Any]) -> str | None:
-    line_type = line.get("type")
+    line_type = line.get("type") if isinstance(line.get("type"), str) else None
+    message = line.get("message") if isinstance(line.get("message"), dict) else {}
     if line_type in codex.ENVELOPE_TYPES and "payload" in line:
         return CODEX
-    if line_type in codex.RESPONSE_ITEM_TYPES and "role" not in line.get("message", {}):
+    if line_type in codex.RESPONSE_ITEM_TYPES and "role" not in message:
         return CODEX  # bare-era ResponseItem
     if "instructions" in line and "id" in line and "sessionId" not in line:
         return CODEX  # bare-era first line

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .common import as_int, join_texts, parse_timestamp, seconds_between
+from .common import as_int, join_texts, parse_timestamp, seconds_between, unreadable
 from .model import Message, ParseProblem, Part, Record, Session, ToolCall, TranscriptUnreadable, UnknownRecord
 
 FORMAT = "opencode"
@@ -74,11 +74,19 @@ def read_export(path: Path, seen: SeenIds | None = None) -> Iterator[Record]:
         except json.JSONDecodeError as exc:
             yield ParseProblem(str(path), exc.lineno, f"malformed opencode export: {exc.msg}")
             return
-    info = exported.get("info", {})
-    if info.get("id") in seen.sessions:
+    if not isinstance(exported, dict):
+        yield ParseProblem(str(path), None, f"expected an opencode export object, got {type(exported).__name__}")
         return
-    seen.sessions.add(info.get("id"))
-    messages = [(entry.get("info", {}), entry.get("parts", [])) for entry in exported.get("messages", [])]
+    info = exported.get("info")
+    if not isinstance(info, dict):
+        yield unreadable(TypeError(f"info is {type(info).__name__}"), None, path, None, "session", info)
+        info = {}
+    if str(info.get("id")) in seen.sessions:
+        return
+    seen.sessions.add(str(info.get("id")))
+    entries = exported.get("messages")
+    messages = [(entry.get("info", {}), entry.get("parts", [])) if isinstance(entry, dict) else (entry, [])
+                for entry in (entries if isinstance(entries, list) else [])]
     yield from assemble_session(info, messages, str(path))
 
 
@@ -216,7 +224,9 @@ def read_sqlite(path: Path, seen: SeenIds | None = None) -> Iterator[Record]:
         children = _children_by_parent(infos)
         for info in infos:
             seen.sessions.add(info["id"])
-            messages = list(_sqlite_messages(connection, info["id"], seen))
+            unknown: list[UnknownRecord] = []
+            messages = list(_sqlite_messages(connection, info["id"], seen, path, unknown))
+            yield from unknown
             yield from assemble_session(info, messages, str(path), children.get(info["id"], []))
     except sqlite3.Error as exc:
         raise TranscriptUnreadable(f"{path}: the opencode database cannot be read, corrupt? ({exc})") from None
@@ -254,8 +264,20 @@ def _session_row_to_info(row: sqlite3.Row) -> dict[str, Any]:
 
 
 def _sqlite_messages(
-    connection: sqlite3.Connection, session_id: str, seen: SeenIds
+    connection: sqlite3.Connection, session_id: str, seen: SeenIds, path: Path, unknown: list[UnknownRecord]
 ) -> Iterator[MessageWithParts]:
+    """(message, parts) of a session; a row whose `data` is no JSON object goes to `unknown`."""
+
+    def data_of(row: sqlite3.Row, kind: str) -> dict[str, Any] | None:
+        try:
+            data = json.loads(row["data"])
+            if not isinstance(data, dict):
+                raise TypeError(f"expected a JSON object, got {type(data).__name__}")
+        except (ValueError, TypeError) as exc:  # JSONDecodeError is a ValueError
+            unknown.append(unreadable(exc, session_id, path, None, kind, row["data"]))
+            return None
+        return data
+
     parts_by_message: dict[str, list[dict[str, Any]]] = defaultdict(list)
     part_rows = connection.execute(
         "SELECT id, message_id, session_id, data FROM part WHERE session_id = ? ORDER BY message_id, id",
@@ -263,8 +285,11 @@ def _sqlite_messages(
     )
     for row in part_rows:
         # part.data lacks its ids: re-add them from the columns (time_* columns are migration times).
+        data = data_of(row, "part")
+        if data is None:
+            continue
         part = {
-            **json.loads(row["data"]),
+            **data,
             "id": row["id"],
             "messageID": row["message_id"],
             "sessionID": row["session_id"],
@@ -275,9 +300,10 @@ def _sqlite_messages(
         (session_id,),
     )
     for row in message_rows:
-        if row["id"] in seen.messages:
+        data = None if row["id"] in seen.messages else data_of(row, "message")
+        if data is None:
             continue
-        info = {**json.loads(row["data"]), "id": row["id"], "sessionID": row["session_id"]}
+        info = {**data, "id": row["id"], "sessionID": row["session_id"]}
         yield info, parts_by_message.get(row["id"], [])
 
 
@@ -380,8 +406,10 @@ def _children_by_parent(infos: Iterable[dict[str, Any]]) -> dict[str, list[dict[
 
 
 def _message_sort_key(message: MessageWithParts) -> tuple[float, str]:
-    created = (message[0].get("time") or {}).get("created")
-    return (created if isinstance(created, (int, float)) else float("inf"), _id_of(message[0]))
+    info = message[0] if isinstance(message[0], dict) else {}
+    times = info.get("time") if isinstance(info.get("time"), dict) else {}
+    created = times.get("created")
+    return (created if isinstance(created, (int, float)) else float("inf"), _id_of(info))
 
 
 def assemble_session(
@@ -391,15 +419,30 @@ def assemble_session(
     children: list[dict[str, Any]] | None = None,
 ) -> Iterator[Record]:
     """Records for one session from its info object and its (message, parts) pairs."""
-    session_id = info.get("id") or (messages[0][0].get("sessionID") if messages else "unknown")
-    yield _session_record(info, session_id, path)
+    first = messages[0][0] if messages and isinstance(messages[0][0], dict) else {}
+    session_id = info.get("id") or first.get("sessionID") or "unknown"
+    try:
+        yield _session_record(info, session_id, path)
+    except Exception as exc:  # a field of another type than opencode writes: keep it, and the messages
+        yield unreadable(exc, session_id, path, None, "session", info)
+        yield Session(format=FORMAT, id=session_id, path=path)
+    # A record of another shape than opencode writes is kept as it is, with the reason; the rest is read.
     for index, (message_info, parts) in enumerate(sorted(messages, key=_message_sort_key)):
-        message = _message_record(message_info, parts, session_id, index)
+        parts = [part for part in parts if isinstance(part, dict)] if isinstance(parts, list) else []
+        try:
+            message = _message_record(message_info, parts, session_id, index)
+        except Exception as exc:
+            yield unreadable(exc, session_id, path, None, "message", {"info": message_info, "parts": parts})
+            continue
         yield message
-        yield from _part_records(parts, message)
-        for part in parts:
-            if part.get("type") == "tool":
-                yield _tool_call_record(part, message, children or [])
+        for part_index, part in enumerate(parts):
+            try:
+                records: list[Record] = [_part_record(part, message, part_index)]
+                if part.get("type") == "tool":
+                    records.append(_tool_call_record(part, message, children or []))
+            except Exception as exc:
+                records = [unreadable(exc, session_id, path, None, "part", part)]
+            yield from records
 
 
 def _session_record(info: dict[str, Any], session_id: str, path: str) -> Session:
@@ -456,23 +499,11 @@ def _apply_usage(message: Message, info: dict[str, Any], parts: list[dict[str, A
     message.cost_usd = sum(numeric_costs) if numeric_costs else None
 
 
-def _part_records(parts: list[dict[str, Any]], message: Message) -> Iterator[Part]:
-    for index, part in enumerate(parts):
-        text = part.get("text") if isinstance(part.get("text"), str) else None
-        data = {
-            key: value
-            for key, value in part.items()
-            if key not in {"id", "sessionID", "messageID", "type", "text"}
-        }
-        yield Part(
-            message.session_id,
-            message.id,
-            part.get("id", f"{message.id}:{index}"),
-            index,
-            part.get("type", "unknown"),
-            text,
-            data,
-        )
+def _part_record(part: dict[str, Any], message: Message, index: int) -> Part:
+    text = part.get("text") if isinstance(part.get("text"), str) else None
+    data = {key: value for key, value in part.items() if key not in {"id", "sessionID", "messageID", "type", "text"}}
+    return Part(message.session_id, message.id, part.get("id", f"{message.id}:{index}"), index,
+                part.get("type", "unknown"), text, data)
 
 
 def _tool_call_record(part: dict[str, Any], message: Message, children: list[dict[str, Any]]) -> ToolCall:
