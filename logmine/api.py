@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import duckdb
 import pandas as pd
 
-from . import derive, named_queries, transcripts
+from . import derive, interrupts, named_queries, transcripts
 from .ingest import IngestReport, Progress, failure_line, ingest_logs
 from .inputs import classify_inputs
 from .render import render  # noqa: F401 - part of the public API
@@ -57,28 +57,37 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
     """
     utc_offset = parse_offset(tz) if tz else None
     log_paths, transcript_paths, skipped = classify_inputs(paths)
+    interrupts.check()  # before the database file is made
+    created = str(db) != ":memory:" and not Path(db).exists()
     con = connect(db)
     try:
         run(con, f"SET memory_limit = '{INGEST_MEMORY}'")
         run(con, "SET threads = 1")  # the parse worker has the other core
-        transcripts.ensure_tables(con)
         run(con, "BEGIN TRANSACTION")
         try:
+            transcripts.ensure_tables(con)
             report = Report(ingest_logs(con, log_paths, envelope=envelope, progress=progress))
             run(con, "RESET threads")  # the worker is done: the queries below may use every core
             report.logs.failed[:0] = skipped
             for path, fmt in transcript_paths:
+                interrupts.check()
                 try:
                     report.transcripts.append(transcripts.ingest_transcript(con, path, fmt))
                 except duckdb.Error:
                     raise
                 except Exception as exc:  # this transcript is bad: it costs only itself
                     report.logs.failed.append(failure_line(str(path), exc))
+            interrupts.check()
             derive.rebuild(con, utc_offset=utc_offset)
-            run(con, "COMMIT")
+            interrupts.check()  # the last moment at which stopping leaves the database as it was
         except BaseException:
             run(con, "ROLLBACK")
+            con.close()
+            if created:  # as it was: no database
+                for leftover in (Path(db), Path(f"{db}.wal")):
+                    leftover.unlink(missing_ok=True)
             raise
+        run(con, "COMMIT")
     finally:
         con.close()
     report.logs.db = str(db)

@@ -8,7 +8,7 @@ import sys
 import click
 import duckdb
 
-from . import api, named_queries
+from . import api, interrupts, named_queries
 from .parsers.envelopes import FORMATS as ENVELOPES
 from .process_tuning import tune_for_ingest
 from .render import FORMATS as OUTPUT_FORMATS
@@ -42,6 +42,7 @@ def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None
             report = api.ingest(list(paths), db=db, envelope=envelope, tz=tz, progress=progress)
         except (InputError, FileNotFoundError) as exc:
             fail(str(exc))
+    interrupts.check(committed=True)
     summary = report.as_dict()
     if as_json:
         click.echo(json.dumps(summary, indent=2, default=str))
@@ -131,6 +132,9 @@ def run() -> None:
         fail(f"database error: {str(exc).splitlines()[0]}")
     except (LookupError, FileNotFoundError) as exc:
         fail(str(exc).strip("'\""))
+    except interrupts.Interrupted as exc:
+        click.echo(f"logmine: {exc.message()}", err=True)
+        sys.exit(130)
     except KeyboardInterrupt:
         click.echo("logmine: interrupted; the database's tables are as they were", err=True)
         sys.exit(130)

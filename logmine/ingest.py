@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import interrupts
 from .parsers.envelopes import FORMATS, TimeContext, detect_format, infer_context
 from .parsers.events import COMMON_COLUMNS, EVENT_TABLES
 from .parsers.log_lines import LINE_COLUMNS, ColumnBatch, LineParser, table_columns
@@ -120,6 +121,7 @@ def ingest_logs(con: duckdb.DuckDBPyConnection, paths: list[str], envelope: str 
     ensure_tables(con, {name: table_columns(name) for name in LOG_TABLES})
     report = IngestReport(db="")
     for path in paths:
+        interrupts.check()
         try:
             report.sources.append(ingest_log(con, describe_input(path), envelope, progress))
         except duckdb.Error:
@@ -193,10 +195,12 @@ def _read_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, 
         batches = parse_batches(plan, stream)
     parsed = Parsed({}, 0, first_line - 1, False, True)
     appender = BatchAppender(con)
-    for parsed in batches:
-        appender.add(typed_batch(parsed.tables, stats=True), report)
-        if progress:
-            progress(inp.display, start_offset + parsed.consumed, inp.size)
+    with contextlib.closing(batches):  # closed at once when stopped: the worker and its shared file go with it
+        for parsed in batches:
+            interrupts.check()
+            appender.add(typed_batch(parsed.tables, stats=True), report)
+            if progress:
+                progress(inp.display, start_offset + parsed.consumed, inp.size)
     appender.close()
     line_no, partial, digest = parsed.line_no, parsed.partial, parsed.digest
     end = start_offset + parsed.consumed
@@ -296,8 +300,9 @@ def parse_in_worker(plan: ParsePlan) -> Iterator[Parsed]:
     for slot in range(slots.slots if slots else 0):
         free.put(slot)
     worker = context.Process(target=_parse_worker, args=(plan, queue, slots, free), daemon=True)
-    worker.start()
+    finished = False
     try:
+        worker.start()
         while True:
             item = queue.get()
             if isinstance(item, BaseException):
@@ -307,10 +312,13 @@ def parse_in_worker(plan: ParsePlan) -> Iterator[Parsed]:
                 parsed.tables = slots.read(layout)
             yield parsed
             if parsed.final:
+                finished = True
                 return
             if layout is not None:
                 free.put(layout.slot)
     finally:
+        if not finished:  # stopped early (Ctrl-C, a failed append): the worker's batches are not wanted
+            worker.kill()
         worker.join(timeout=5)
         if worker.is_alive():
             worker.kill()

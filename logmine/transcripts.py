@@ -19,6 +19,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from . import interrupts
 from .parsers.envelopes import TimeContext, detect_format
 from .parsers.launch_config import config_from_unit_or_command, parse_launch_command
 from .parsers.log_lines import ColumnBatch, LineParser
@@ -119,6 +120,7 @@ def read_rows(path: Path, report: TranscriptReport, known_sessions: set[str]) ->
     rows: dict[str, list[dict]] = {name: [] for name in TABLES}
     skipped_sessions: set[str] = set()
     for record in read_transcripts(path):
+        interrupts.check()
         problem = type_problem(record)
         if problem:  # a value of another type than the agent writes, taken as it was by the reader
             record = UnknownRecord(None, str(path), getattr(record, "source_line", None), type(record).__name__,
