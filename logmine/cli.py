@@ -34,12 +34,16 @@ def main() -> None:
               help="Force the log envelope: " + ", ".join(ENVELOPES) + ".")
 @click.option("--tz", default=None, help="UTC offset of the journal's local time, e.g. +01:00 (else inferred).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
-def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None, as_json: bool) -> None:
+@click.option("--redact", is_flag=True,
+              help="Replace secrets (tokens, keys, passwords) before they are stored, now and in every later "
+                   "ingest into this database.")
+def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None, as_json: bool,
+           redact: bool) -> None:
     """Ingest SGLang logs/journals and agent transcripts (files, directories, or - for stdin)."""
     tune_for_ingest()
     with api.progress_bar(enabled=not as_json) as progress:
         try:
-            report = api.ingest(list(paths), db=db, envelope=envelope, tz=tz, progress=progress)
+            report = api.ingest(list(paths), db=db, envelope=envelope, tz=tz, progress=progress, redact=redact)
         except (InputError, FileNotFoundError) as exc:
             fail(str(exc))
     interrupts.check(committed=True)

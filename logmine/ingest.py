@@ -35,6 +35,7 @@ from .parsers.log_lines import LINE_COLUMNS, ColumnBatch, LineParser, table_colu
 from .parsers.sglang import expand_stats
 from .parsers.transcripts.model import TranscriptUnreadable
 from .process_tuning import tune_for_ingest
+from .redact import Redactor
 from .shared_batches import SharedSlots
 from .sources import (
     BLOCK_BYTES,
@@ -114,7 +115,7 @@ class IngestReport:
 
 
 def ingest_logs(con: duckdb.DuckDBPyConnection, paths: list[str], envelope: str | None = None,
-                progress: Progress | None = None) -> IngestReport:
+                progress: Progress | None = None, redact: bool = False) -> IngestReport:
     """Parse log files (or `-` for stdin) into the tables; run it inside a transaction."""
     if envelope is not None and envelope not in FORMATS:
         raise InputError(f"unknown format {envelope!r}; choose one of {', '.join(FORMATS)}")
@@ -123,7 +124,7 @@ def ingest_logs(con: duckdb.DuckDBPyConnection, paths: list[str], envelope: str 
     for path in paths:
         interrupts.check()
         try:
-            report.sources.append(ingest_log(con, describe_input(path), envelope, progress))
+            report.sources.append(ingest_log(con, describe_input(path), envelope, progress, redact))
         except duckdb.Error:
             raise  # the transaction itself is in doubt: nothing of this ingest is kept
         except Exception as exc:  # this input is bad: it costs only itself
@@ -142,7 +143,7 @@ def failure_line(path: str, exc: Exception) -> str:
 
 
 def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
-               progress: Progress | None = None) -> SourceReport:
+               progress: Progress | None = None, redact: bool = False) -> SourceReport:
     previous = find_source(con, inp.path) if inp.path != "-" else None
     start_offset, first_line, status = plan_resume(inp, previous)
     source_id = previous["source_id"] if previous else next_source_id(con)
@@ -152,7 +153,7 @@ def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
         return report
     saved = SavedRows(con, LOG_TABLES, source_id, first_line, keep=status in ("grown", "replaced"))
     try:
-        _read_log(con, inp, envelope, progress, previous, start_offset, first_line, report)
+        _read_log(con, inp, envelope, progress, previous, start_offset, first_line, report, redact)
     except duckdb.Error:
         raise
     except Exception:
@@ -163,7 +164,8 @@ def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
 
 
 def _read_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, progress: Progress | None,
-              previous: dict | None, start_offset: int, first_line: int, report: SourceReport) -> None:
+              previous: dict | None, start_offset: int, first_line: int, report: SourceReport,
+              redact: bool = False) -> None:
     """Parse one input from `start_offset` and store its rows and its `sources` record."""
     source_id = report.source_id
     stream = PeekableStream(open_bytes(inp, start_offset), inp.display)
@@ -183,7 +185,7 @@ def _read_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, 
         fallback_date = datetime.fromtimestamp(inp.mtime or datetime.now().timestamp()).strftime("%Y-%m-%d")
         time = infer_context(fmt, sample, int(fallback_date[:4]))
     report.envelope = fmt
-    plan = ParsePlan(inp, start_offset, first_line, source_id, fmt, time, fallback_date)
+    plan = ParsePlan(inp, start_offset, first_line, source_id, fmt, time, fallback_date, redact=redact)
     if first_line > 1:  # the parser's state at the line before: the time and kind later lines inherit
         found = run(con, "SELECT CAST(ts AS VARCHAR), kind FROM lines WHERE source_id = ? AND line_no = ?",
                     [source_id, first_line - 1])
@@ -240,6 +242,7 @@ class ParsePlan:
     fallback_date: str
     last_ts: str | None = None  # the time and kind of the line before `first_line`, when resuming
     last_kind: str | None = None
+    redact: bool = False  # replace secrets in each line before it is parsed (`logmine.redact`)
 
 
 @dataclass
@@ -263,6 +266,7 @@ def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iter
     stream = stream or PeekableStream(open_bytes(plan.inp, plan.start_offset), plan.inp.display)
     parser = LineParser(plan.source_id, plan.envelope, plan.time, plan.fallback_date, last_ts=plan.last_ts,
                         last_kind=plan.last_kind)
+    redactor = Redactor() if plan.redact else None
     # Only stdin is recognised by its content; files by path, size and the hashes of their ends.
     hasher = hashlib.blake2b(digest_size=16) if plan.inp.path == "-" else None
     line_no, consumed, partial = plan.first_line - 1, 0, False
@@ -270,6 +274,8 @@ def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iter
     try:
         for number, block in enumerate(iter_line_blocks(stream, hasher)):
             lines, bad = block.columns()
+            if redactor:
+                lines = redactor.lines(lines)
             parser.parse_block(line_no + 1, lines, bad, batch)
             line_no += len(lines)
             partial, consumed = block.partial_last, block.end_offset

@@ -23,6 +23,21 @@ SOURCES_COLUMNS: dict[str, str] = {
 }
 
 
+SETTINGS_COLUMNS: dict[str, str] = {"name": "VARCHAR PRIMARY KEY", "value": "VARCHAR"}
+
+
+def setting(con: duckdb.DuckDBPyConnection, name: str) -> str | None:
+    """A setting the database keeps for every later ingest into it (`redact`)."""
+    create_table(con, "settings", SETTINGS_COLUMNS)
+    found = run(con, "SELECT value FROM settings WHERE name = ?", [name])
+    return found[0][0] if found else None
+
+
+def save_setting(con: duckdb.DuckDBPyConnection, name: str, value: str) -> None:
+    create_table(con, "settings", SETTINGS_COLUMNS)
+    run(con, "INSERT OR REPLACE INTO settings VALUES (?, ?)", [name, value])
+
+
 def connect(db: str | Path = DEFAULT_DB, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """Open (creating if needed) a logmine database."""
     if read_only and str(db) != ":memory:" and not Path(db).exists():

@@ -26,6 +26,7 @@ from .parsers.log_lines import ColumnBatch, LineParser
 from .parsers.shell_commands import file_write_from_tool, split_command
 from .parsers.transcripts.detect import read_transcripts
 from .parsers.transcripts.model import Message, ParseProblem, Part, Session, ToolCall, UnknownRecord, type_problem
+from .redact import Redactor
 from .store import create_table, next_source_id, run, upsert_source
 
 TABLES: dict[str, dict[str, str]] = {
@@ -87,7 +88,8 @@ def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
         create_table(con, name, columns)
 
 
-def ingest_transcript(con: duckdb.DuckDBPyConnection, path: Path, fmt: str | None) -> TranscriptReport:
+def ingest_transcript(con: duckdb.DuckDBPyConnection, path: Path, fmt: str | None,
+                      redactor: Redactor | None = None) -> TranscriptReport:
     """Store one transcript file or directory (every session under it); re-ingesting adds nothing."""
     resolved = str(path.resolve())
     fingerprint = _fingerprint(path)
@@ -104,7 +106,7 @@ def ingest_transcript(con: duckdb.DuckDBPyConnection, path: Path, fmt: str | Non
         for table in TABLES:
             run(con, f'DELETE FROM "{table}" WHERE source_id = ?', [source_id])
     for table, table_rows in rows.items():
-        insert_rows(con, table, table_rows)
+        insert_rows(con, table, table_rows, redactor)
     upsert_source(con, {
         "source_id": source_id, "path": resolved, "display": str(path), "kind": "transcript", "envelope": fmt,
         "compression": None, "size_bytes": _size(path), "bytes_ingested": None, "lines_ingested": None,
@@ -241,11 +243,14 @@ def embedded_journal_lines(output: str, base: dict, seen_at: object) -> list[dic
     return found
 
 
-def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict]) -> None:
+def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict], redactor: Redactor | None = None) -> None:
+    """Store rows (every value as text, cast by DuckDB); with a redactor, secrets are replaced in every cell."""
     if not rows:
         return
     columns = TABLES[table]
     text_rows = [{name: _text(row.get(name)) for name in columns} for row in rows]
+    if redactor:
+        text_rows = [{name: value and redactor.text(value) for name, value in row.items()} for row in text_rows]
     batch = pa.Table.from_pylist(text_rows, schema=pa.schema([(name, pa.string()) for name in columns]))
     exprs = ", ".join(f'TRY_CAST("{name}" AS {kind}) AS "{name}"' for name, kind in columns.items())
     con.register("_logmine_transcript_rows", batch)
