@@ -13,7 +13,7 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
-from logmine.parsers.transcripts.detect import CLAUDE_CODE, CODEX, OPENCODE_EXPORT, OPENCODE_SQLITE
+from logmine.parsers.transcripts.detect import CLAUDE_CODE, CODEX, OPENCODE_CONCAT, OPENCODE_EXPORT, OPENCODE_SQLITE
 
 from logmine import transcripts
 
@@ -61,6 +61,11 @@ OPENCODE = {
                                                                          "end": 1773307854000}}}]},
     ],
 }
+
+
+# Storage objects `cat`-ed together, pretty-printed as opencode writes them.
+CONCAT = [OPENCODE["info"], *[m["info"] for m in OPENCODE["messages"]],
+          *[p for m in OPENCODE["messages"] for p in m["parts"]]]
 
 
 def mutations(record: object) -> Iterator[object]:
@@ -120,6 +125,8 @@ def cases() -> Iterator[tuple[str, str, object]]:
         yield f"opencode-{i}", OPENCODE_EXPORT, export
     for i, export in enumerate(mutations(OPENCODE["messages"])):
         yield f"sqlite-{i}", OPENCODE_SQLITE, export
+    for i, objects in enumerate(jsonl_cases(CONCAT)):
+        yield f"concat-{i}", OPENCODE_CONCAT, objects
 
 
 def test_every_one_field_type_mutation_is_stored_or_kept_with_its_reason(tmp_path: Path) -> None:
@@ -132,6 +139,8 @@ def test_every_one_field_type_mutation_is_stored_or_kept_with_its_reason(tmp_pat
             write_sqlite(path, data)
         elif fmt == OPENCODE_EXPORT:
             path.write_text(json.dumps(data))
+        elif fmt == OPENCODE_CONCAT:
+            path.write_text("\n".join(json.dumps(obj, indent=2) for obj in data) + "\n")
         else:
             path.write_text("".join(json.dumps(line) + "\n" for line in data))
         try:

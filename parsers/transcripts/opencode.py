@@ -116,7 +116,9 @@ def read_storage(root: Path, seen: SeenIds | None = None) -> Iterator[Record]:
         loaded = _load_json_file(info_file)
         if isinstance(loaded, ParseProblem):
             yield loaded
-        elif loaded.get("id") not in seen.sessions:
+        elif not isinstance(loaded.get("id"), str):
+            yield unreadable(TypeError("id is no string"), None, info_file, None, "session", loaded)
+        elif loaded["id"] not in seen.sessions:
             infos.append(loaded)
     children = _children_by_parent(infos)
     for info in infos:
@@ -322,14 +324,18 @@ def read_concat(path: Path, seen: SeenIds | None = None) -> Iterator[Record]:
             yield obj
             continue
         kind = _classify_storage_object(obj)
-        if kind == "session":
-            infos[obj["id"]] = obj
-        elif kind == "message":
-            messages[obj["id"]] = obj
-        elif kind == "part":
-            parts[obj["messageID"]].append(obj)
-        else:
-            yield UnknownRecord(_session_of(obj), str(path), line, kind, json.dumps(obj))
+        try:
+            if kind == "session":
+                infos[_text_field(obj, "id")] = obj
+            elif kind == "message":
+                _text_field(obj, "sessionID")
+                messages[_text_field(obj, "id")] = obj
+            elif kind == "part":
+                parts[_text_field(obj, "messageID")].append(obj)
+            else:
+                yield UnknownRecord(_session_of(obj), str(path), line, kind, json.dumps(obj))
+        except (KeyError, TypeError) as exc:  # an id of another type than opencode writes
+            yield unreadable(exc, _session_of(obj), path, line, kind, obj)
     for message in messages.values():  # a message whose session object is missing still counts
         infos.setdefault(message["sessionID"], {"id": message["sessionID"]})
     children = _children_by_parent(infos.values())
@@ -388,6 +394,14 @@ def _classify_storage_object(obj: Any) -> str:
 
 def _session_of(obj: Any) -> str | None:
     return obj.get("sessionID") if isinstance(obj, dict) else None
+
+
+def _text_field(obj: dict[str, Any], name: str) -> str:
+    """An id field, which must be a string (it becomes a key)."""
+    value = obj[name]
+    if not isinstance(value, str):
+        raise TypeError(f"{name} is {type(value).__name__}, not a string")
+    return value
 
 
 # ------------------------------------------------------------------------------- assembly
