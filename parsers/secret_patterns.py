@@ -17,8 +17,10 @@ class SecretPattern:
     example: str
 
 
-# A value after `key=`/`key:` that is no number, None, null or boolean (SGLang prints `#token: 30000`).
-_VALUE = r"""["']?(?P<secret>(?!(?:None|null|true|false|[\d.eE+-]+)(?:[\s"',;)}\]]|$))[^\s"',;)}\]]{4,})"""
+# A value after `key=`/`key:` that is no number, None, null or boolean (SGLang prints `#token: 30000`), and
+# no call (`csrfToken = document.querySelector(...)` in source code an agent read): it runs to a delimiter.
+_END = r"""(?:[\s"',;)}\]]|$)"""
+_VALUE = rf"""["']?(?P<secret>(?!(?:None|null|true|false|[\d.eE+-]+){_END})[^\s"',;(){{}}\[\]]{{4,}})(?={_END})"""
 
 PATTERNS: list[SecretPattern] = [
     SecretPattern("openai-anthropic", r"(?<![\w-])(?P<secret>sk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,})",
@@ -43,12 +45,16 @@ PATTERNS: list[SecretPattern] = [
                   "curl -H 'Authorization: Basic YW5hOnpYODFrUXBMbTI=' http://gpu-box:30000/v1/models"),
     SecretPattern("bearer", r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9._~+/=-]{8,})",
                   "INFO: request with bearer Zx81kQpLm2Vb7Hy4Tr9W rejected"),
-    SecretPattern("option", r"(?i)--(?:[\w-]*-)?(?:api-key|token|password|passwd|secret)(?:=|\s+)[\"']?"
+    SecretPattern("option", r"(?i)(?<![\w-])--(?:[a-z0-9]+[-_])*(?:api-key|token|password|passwd|secret)(?:=|\s+)[\"']?"
                             r"(?P<secret>[^\s\"']{4,})",
                   "python -m sglang.launch_server --model-path Qwen/Qwen3-32B --api-key Zx81kQpLm2Vb7"),
-    SecretPattern("assignment", r"(?i)(?<![\w-])[\w.-]*(?:api[_-]?key|apikey|access[_-]?key|secret[_-]?key|"
-                                r"token|secret|password|passwd)[\"']?\s*[=:]\s*" + _VALUE,
+    # A key or token that reads as a name (`_csrf_token: csrfToken`, `token = next_token` in code an agent
+    # read) is a variable, not a secret; a password is taken whatever it looks like.
+    SecretPattern("assignment", r"(?i)(?<![\w/-])[\w.-]*(?:api[_-]?key|apikey|access[_-]?key|secret[_-]?key|"
+                                rf"token|secret)[\"']?\s*[=:]\s*(?![\"']?[A-Za-z_.]+{_END})" + _VALUE,
                   "Environment=HF_TOKEN=Zx81kQpLm2Vb7Hy4 SGLANG_API_KEY=Qm4nT5r"),
+    SecretPattern("password", r"(?i)(?<![\w/-])[\w.-]*(?:password|passwd)[\"']?\s*[=:]\s*" + _VALUE,
+                  "Environment=DB_PASSWORD=hunter"),
     SecretPattern("url-password", r"(?i)\b[a-z][a-z0-9+.-]*://[^/\s:@]+:(?P<secret>[^@\s/]+)@",
                   "redis_url='redis://default:Zx81kQpLm2@cache:6379/0'"),
 ]

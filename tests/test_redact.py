@@ -15,6 +15,8 @@ from logmine.parsers.secret_patterns import PATTERNS, PRIVATE_KEY_EXAMPLE
 from logmine import api, named_queries
 from logmine.redact import Redactor, placeholder
 
+from .conftest import shared_path
+
 JOURNAL = Path(__file__).resolve().parents[1] / "examples" / "demo" / "journal.txt"
 HF = "hf_QmZx81kQpLm2Vb7Hy4Tr9WcN3aFd6Ue5J"
 API_KEY = "Zx81kQpLm2Vb7-apikey"
@@ -103,3 +105,13 @@ def test_redacted_text_keeps_what_it_tells(redacted: Path) -> None:
     assert args["api_key"] == placeholder(API_KEY) and args["max_total_tokens"] == 306048
     assert snapshot["api_key"] == placeholder(API_KEY) and snapshot["tp_size"] == 2
     assert hosts == ["gpu-box"]
+
+
+def test_real_logs_have_nothing_taken_for_a_secret(tmp_path: Path) -> None:
+    """No false positives on the corpus of real SGLang logs (decode stats say `#token: N`, dumps `api_key=None`)."""
+    corpus = shared_path("corpus", "sglang")
+    db = tmp_path / "t.duckdb"
+    report = api.ingest([str(corpus), str(JOURNAL)], db=db, redact=True).as_dict()
+    with api.open_db(db) as con:
+        found = api.sql(con, "SELECT count(*) AS n FROM lines WHERE message LIKE '%<secret:%'")["n"][0]
+    assert report["lines_read"] > 10_000 and found == 0
