@@ -11,26 +11,36 @@ WITH selected AS (
     WHERE ($source IS NULL OR s.display = $source OR s.path = $source)
       AND ($run IS NULL OR r.ordinal = $run)
 ),
+-- The batch and access tables are joined to runs directly: their `_by_run` views also label ranks and
+-- model roles, which these totals do not need (0.37 -> 0.2 s on a 2M-line journal).
 prefill AS (
-    SELECT source_id, run, count(*) AS prefill_batches, sum(new_tokens)::BIGINT AS prefill_new_tokens,
+    SELECT e.source_id, r.ordinal AS run, count(*) AS prefill_batches,
+           sum(new_tokens)::BIGINT AS prefill_new_tokens,
            sum(cached_tokens)::BIGINT AS prefill_cached_tokens,
            round(sum(cached_tokens) / nullif(sum(cached_tokens) + sum(new_tokens), 0), 4) AS cache_hit_share
-    FROM prefill_batches_by_run GROUP BY ALL
+    FROM prefill_batches AS e
+    JOIN runs AS r ON e.source_id = r.source_id AND e.line_no BETWEEN r.first_line_no AND r.last_line_no
+    GROUP BY ALL
 ),
 decode AS (
-    SELECT source_id, run, count(*) AS decode_batches, max(token_usage) AS token_usage_peak,
+    SELECT e.source_id, r.ordinal AS run, count(*) AS decode_batches, max(token_usage) AS token_usage_peak,
            max(running_req) AS running_req_peak, max(queue_req) AS queue_req_peak,
            round(quantile_cont(gen_throughput_tok_s, 0.5), 2) AS decode_tok_s_p50,
            round(quantile_cont(gen_throughput_tok_s, 0.9), 2) AS decode_tok_s_p90,
            round(quantile_cont(gen_throughput_tok_s, 0.99), 2) AS decode_tok_s_p99,
            round(avg(accept_len), 3) AS accept_len_mean
-    FROM decode_batches_by_run GROUP BY ALL
+    FROM decode_batches AS e
+    JOIN runs AS r ON e.source_id = r.source_id AND e.line_no BETWEEN r.first_line_no AND r.last_line_no
+    GROUP BY ALL
 ),
 http AS (
     SELECT source_id, run, sum(n)::BIGINT AS http_requests, coalesce(sum(n) FILTER (status >= 400), 0)::BIGINT AS http_errors,
            json_group_object(method || ' ' || route || ' ' || status, n) AS requests_by_path_status
-    FROM (SELECT source_id, run, method, split_part(path, '?', 1) AS route, status, count(*) AS n
-          FROM http_requests_by_run GROUP BY ALL)
+    FROM (SELECT e.source_id, r.ordinal AS run, method, split_part(path, '?', 1) AS route, status,
+                 count(*) AS n
+          FROM http_requests AS e
+          JOIN runs AS r ON e.source_id = r.source_id AND e.line_no BETWEEN r.first_line_no AND r.last_line_no
+          GROUP BY ALL)
     GROUP BY source_id, run
 ),
 retracted AS (
