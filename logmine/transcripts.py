@@ -33,6 +33,7 @@ from .parsers.shell_commands import config_reads, file_write_from_tool, split_co
 from .parsers.transcripts.common import classify_ending
 from .parsers.transcripts.detect import read_transcripts
 from .parsers.transcripts.model import Message, ParseProblem, Part, Session, ToolCall, UnknownRecord, type_problem
+from .parsers.transcripts.record_kinds import session_event
 from .redact import Redactor
 from .store import create_table, next_source_id, run, upsert_source
 
@@ -56,6 +57,8 @@ TABLES: dict[str, dict[str, str]] = {
     "unknown_records": {"source_id": "INTEGER", "session_id": "VARCHAR", "path": "VARCHAR", "line": "BIGINT",
                         "record_type": "VARCHAR", "raw": "VARCHAR", "reason": "VARCHAR"},
     "transcript_problems": {"source_id": "INTEGER", "path": "VARCHAR", "line": "BIGINT", "message": "VARCHAR"},
+    "session_events": {"source_id": "INTEGER", "session_id": "VARCHAR", "path": "VARCHAR", "line": "BIGINT",
+                       "kind": "VARCHAR", "happened_at": "TIMESTAMP", "data": "JSON"},
     "commands": {"source_id": "INTEGER", "session_id": "VARCHAR", "message_id": "VARCHAR",
                  "message_index": "INTEGER", "call_id": "VARCHAR", "step": "INTEGER", "host": "VARCHAR",
                  "user": "VARCHAR", "command": "VARCHAR", "started_at": "TIMESTAMP", "exit_code": "INTEGER"},
@@ -187,6 +190,8 @@ def add_record(record: object, source_id: int, rows: dict[str, list[dict]], know
         row["input"] = json.dumps(row["input"], default=str)
         row["_input"] = record.input
         rows["tool_calls"].append(row)
+    elif isinstance(record, UnknownRecord) and (event := session_event(record)) is not None:
+        rows["session_events"].append({"source_id": source_id, **_utc(asdict(event))})
     elif isinstance(record, UnknownRecord):
         report.unknown_records += 1
         rows["unknown_records"].append(row)

@@ -643,3 +643,28 @@ def test_copies_edits_and_drop_ins_are_followed_from_the_content_known_before(tm
 
 
 UNIT_PATH = "/etc/systemd/system/x.service"
+
+
+def test_documented_record_kinds_are_session_events_and_others_unknown_records(tmp_path):
+    from logmine import api
+
+    lines = [
+        claude_line("user", "u1", "2026-01-01T00:00:00Z", {"role": "user", "content": "go"}),
+        {"type": "progress", "sessionId": "s1", "timestamp": "2026-01-01T00:00:01Z", "parentToolUseID": "t1",
+         "data": {"type": "bash_progress", "output": "loading", "elapsedTimeSeconds": 3}},
+        {"type": "file-history-snapshot", "messageId": "u1", "snapshot": {"trackedFileBackups": {}},
+         "isSnapshotUpdate": False},
+        {"type": "queue-operation", "sessionId": "s1", "timestamp": "2026-01-01T00:00:02Z", "operation": "enqueue"},
+        {"type": "system", "subtype": "turn_duration", "sessionId": "s1", "timestamp": "2026-01-01T00:00:03Z",
+         "durationMs": 2000},
+        {"type": "brand-new-line-type", "sessionId": "s1"},
+    ]
+    api.ingest([str(write_lines(tmp_path / "s1.jsonl", lines))], db=tmp_path / "t.duckdb")
+    with api.open_db(tmp_path / "t.duckdb") as con:
+        events = con.execute("SELECT kind, happened_at::VARCHAR, data->>'$.operation' FROM session_events "
+                             "ORDER BY line").fetchall()
+        unknown = con.execute("SELECT record_type FROM unknown_records").fetchall()
+    assert events == [("progress", "2026-01-01 00:00:01", None), ("file-history-snapshot", None, None),
+                      ("queue-operation", "2026-01-01 00:00:02", "enqueue"),
+                      ("system:turn_duration", "2026-01-01 00:00:03", None)]
+    assert unknown == [("brand-new-line-type",)]
