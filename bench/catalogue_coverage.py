@@ -19,6 +19,7 @@ import argparse
 import csv
 import sys
 from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,7 @@ from logmine.parsers.sglang import Classifier  # noqa: E402
 from logmine.parsers.sglang_catalogue import Catalogue, read_templates  # noqa: E402
 
 SAMPLE_VALUE = "7"
+UNNAMED = REPO / "bench" / "sglang_unnamed_calls.tsv"
 # The topics (see catalogue_build.TOPICS) of the modules issue 14 names: start-up, loading, memory
 # pools, HiCache, scheduling, speculative decoding, shutdown and the non-CUDA platforms.
 CORE_TOPICS = {"server", "server_args", "startup", "distributed", "weights", "cuda_graph", "memory", "hicache",
@@ -56,37 +58,54 @@ def read_unnamed(path: Path) -> tuple[list[str], list[dict[str, str]]]:
     return releases, rows
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--catalogue", type=Path, default=None, help="default: the shipped catalogue")
-    parser.add_argument("--unnamed", type=Path, default=REPO / "bench" / "sglang_unnamed_calls.tsv")
-    args = parser.parse_args()
-    templates = read_templates(args.catalogue)
-    releases, unnamed = read_unnamed(args.unnamed)
+@dataclass
+class Coverage:
+    releases: list[str]
+    # release -> [calls, named, calls of the core topics, of which named]
+    counts: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0, 0, 0]))
+    templates: int = 0
+    bare_sites: int = 0
+    unnamed_templates: int = 0  # catalogue templates whose own sample line gets no kind: a fault
+
+    def share(self, release: str, core: bool = False) -> float:
+        calls, named = self.counts[release][2:] if core else self.counts[release][:2]
+        return named / calls
+
+
+def measure(catalogue: Path | None = None, unnamed: Path = UNNAMED) -> Coverage:
+    templates = read_templates(catalogue)
+    releases, bare = read_unnamed(unnamed)
     # (template, topic, releases, weight, from the catalogue)
     calls = [(t.template, t.topic, releases_of(t.versions, releases), 1, True) for t in templates] + \
-            [(r["template"], topic_of(r["module"]), {r["release"]}, int(r["sites"]), False) for r in unnamed]
+            [(r["template"], topic_of(r["module"]), {r["release"]}, int(r["sites"]), False) for r in bare]
     bodies = pa.array([template.replace(ANY, SAMPLE_VALUE) for template, *_ in calls], pa.string())
-    rows = np.arange(len(bodies))
     classifier = Classifier(catalogue=Catalogue(templates))
-    kinds = classifier.classify(bodies, rows, np.asarray(pc.string_is_ascii(bodies)),
+    kinds = classifier.classify(bodies, np.arange(len(bodies)), np.asarray(pc.string_is_ascii(bodies)),
                                 prefixed=np.ones(len(bodies), dtype=bool)).kinds
-    total: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])  # all, named, core, core named
-    missed_catalogue = 0
+    out = Coverage(releases, templates=len(templates), bare_sites=sum(int(r["sites"]) for r in bare))
     for (_, topic, seen_in, weight, in_catalogue), kind in zip(calls, kinds, strict=True):
-        missed_catalogue += in_catalogue and kind is None
+        out.unnamed_templates += in_catalogue and kind is None
         for release in seen_in:
-            counts = total[release]
+            counts = out.counts[release]
             counts[0] += weight
             counts[1] += weight * (kind is not None)
             if topic in CORE_TOPICS:
                 counts[2] += weight
                 counts[3] += weight * (kind is not None)
-    print(f"{len(templates)} catalogue templates, {sum(r[3] for r in calls[len(templates):])} bare call sites; "
-          f"{missed_catalogue} catalogue templates whose own sample line is not named")
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--catalogue", type=Path, default=None, help="default: the shipped catalogue")
+    parser.add_argument("--unnamed", type=Path, default=UNNAMED)
+    args = parser.parse_args()
+    found = measure(args.catalogue, args.unnamed)
+    print(f"{found.templates} catalogue templates, {found.bare_sites} bare call sites; "
+          f"{found.unnamed_templates} catalogue templates whose own sample line is not named")
     print(f"{'release':<10} {'calls':>6} {'named':>6} {'share':>7}   {'core calls':>10} {'named':>6} {'share':>7}")
-    for release in releases:
-        n, named, core, core_named = total[release]
+    for release in found.releases:
+        n, named, core, core_named = found.counts[release]
         print(f"{release:<10} {n:>6} {named:>6} {100 * named / n:>6.1f}%   {core:>10} {core_named:>6} "
               f"{100 * core_named / core:>6.1f}%")
 

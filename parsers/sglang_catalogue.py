@@ -30,8 +30,8 @@ from .vector_columns import cut, flags
 ANY = "<*>"
 HEAD_CHARS = 4
 REGEX_SPECIAL = re.compile(r"([.^$*+?{}\[\]\\|()])")
-# Lines that may open an error are left to the traceback assembler, whatever their text.
 MATCH_CHARS = 2000
+# Lines that may open an error are left to the traceback assembler, whatever their text.
 ERROR_OPENINGS = ("terminate called after throwing an instance of '", "Fatal Python error: ")
 COLUMNS = ("id", "level", "module", "topic", "versions", "template")
 
@@ -168,7 +168,7 @@ class Catalogue:
         at = np.concatenate([positions for positions, _, _ in named])
         templates = [alternation.templates[i] for _, which, alternation in named for i in which]
         found = texts.take(pa.array(at, pa.int64()))
-        # The detail starts where the first variable part does (a byte offset; heads are ASCII in practice).
+        # The detail starts where the first variable part does: after the head, which each line starts with.
         start = np.array([len(t.head.encode()) for t in templates], dtype=np.int64)
         fixed = np.array([ANY not in t.template for t in templates], dtype=bool)
         detail = pc.if_else(pa.array(fixed), pa.scalar(None, pa.string()), cut(found, start))
