@@ -119,7 +119,7 @@ class LineParser:
         ts, log_ts = self._times(env, pre)
         body = pre.body
         classify_rows = np.nonzero(pre.prefixed | flags(pc.not_equal(body, "")))[0]
-        found = self.classifier.classify(body, classify_rows, ascii_rows, env.ident)
+        found = self.classifier.classify(body, classify_rows, ascii_rows, env.ident, pre.prefixed)
         block = Block(first_line_no, body, pre, ts, env.pid, found.kinds, progress, [None] * n)
         block.records["notices"] = self._log_records(block)
         errors = self._sequential_pass(block)

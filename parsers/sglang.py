@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import sglang_formats as formats
+from .sglang_catalogue import Catalogue, shipped_catalogue
 from .vector_columns import bounded_int, bounded_ints, cut, data_bytes, flags, ints, offsets, patch, spans
 
 PREFIX = re.compile(
@@ -316,7 +317,9 @@ class Classifier:
     """
 
     def __init__(self, patterns: Iterable[formats.Pattern] = formats.ALL_PATTERNS,
-                 notice_heads: Iterable[tuple[str, str]] = formats.NOTICE_HEADS) -> None:
+                 notice_heads: Iterable[tuple[str, str]] = formats.NOTICE_HEADS,
+                 catalogue: Catalogue | None = None) -> None:
+        self.catalogue = shipped_catalogue() if catalogue is None else catalogue
         self.by_head: dict[str, list[CompiledPattern]] = {}
         self.fallback: list[CompiledPattern] = []
         # Access lines are the most frequent line without a literal head: try them first.
@@ -333,10 +336,12 @@ class Classifier:
             self.notices.setdefault(head[:HEAD_CHARS], []).append((topic, head))
 
     def classify(self, bodies: pa.StringArray, rows: np.ndarray, ascii_rows: np.ndarray,
-                 idents: pa.StringArray | None = None) -> Classified:
+                 idents: pa.StringArray | None = None, prefixed: np.ndarray | None = None) -> Classified:
         """Classify `bodies[rows]`; `ascii_rows` flags (per body) the rows RE2 reads like Python.
 
         `idents` (the journal identifier per row) gates patterns that name one (`Pattern.ident`).
+        `prefixed` flags the rows with SGLang's prefix: those no pattern types are named by the
+        catalogue of SGLang's messages (last, so a pattern's kind always wins).
         """
         out = Classified(np.full(len(bodies), None, dtype=object))
         self.idents = idents
@@ -355,6 +360,11 @@ class Classifier:
         rest = np.sort(np.concatenate(unmatched)) if unmatched else rows
         for candidate in self.fallback:
             rest = self._try(candidate, bodies, rest, ascii_rows, out)
+        if prefixed is not None and self.catalogue.size:
+            notices = self.catalogue.name(bodies, rest[prefixed[rest]])
+            if notices is not None:
+                out.kinds[notices.column("_row").to_numpy()] = "notice"
+                out.add("notices", notices)
         return out
 
     @staticmethod
