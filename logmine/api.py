@@ -117,6 +117,14 @@ def sql(con: duckdb.DuckDBPyConnection, statement: str, **params: object) -> pd.
     return named_queries.run_sql(con, statement, **params)
 
 
+def report(con: duckdb.DuckDBPyConnection, fmt: str = "html", runs: list[int] | None = None,
+           source: str | None = None, session: str | None = None) -> str:
+    """The postmortem report as one self-contained HTML page (`fmt="html"`) or Markdown text."""
+    from .report import render_report  # here, not at the top: it loads matplotlib and Jinja2
+
+    return render_report(con, fmt=fmt, runs=runs, source=source, session=session)
+
+
 def runs(con: duckdb.DuckDBPyConnection, source: str | None = None) -> pd.DataFrame:
     """The `runs` query: one row per server run."""
     return query(con, "runs", source=source)

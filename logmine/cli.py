@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import click
 import duckdb
@@ -110,6 +111,32 @@ def diff(run_a: str, run_b: str, db: str, fmt: str) -> None:
     """Server args that differ between two runs (ORDINAL or SOURCE:ORDINAL)."""
     with api.open_db(db) as con:
         click.echo(render(api.diff(con, run_a, run_b), fmt))
+
+
+@main.command()
+@DB_OPTION
+@click.option("-o", "--output", required=True, help="FILE.html, FILE.md, or - for standard output.")
+@click.option("--format", "fmt", type=click.Choice(["html", "markdown"]), default=None,
+              help="Override the format the output's suffix asks for (html for -).")
+@click.option("--run", "runs", type=int, multiple=True, help="Only this run ordinal (repeatable).")
+@click.option("--source", default=None, help="Only this source (display name or path).")
+@click.option("--session", default=None, help="Only this agent session id.")
+def report(db: str, output: str, fmt: str | None, runs: tuple[int, ...], source: str | None,
+           session: str | None) -> None:
+    """Write a postmortem: what happened, why, what it cost, with the log line behind every figure."""
+    from .report import format_for  # here, not at the top: the report loads matplotlib and Jinja2
+
+    fmt = fmt or format_for(output)
+    with api.open_db(db) as con:
+        text = api.report(con, fmt=fmt, runs=list(runs) or None, source=source, session=session)
+    if output == "-":
+        click.echo(text)
+        return
+    try:
+        Path(output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        fail(f"{output}: cannot write the report ({exc.strerror})")
+    click.echo(f"{output}: {fmt} report, {len(text):,} characters", err=True)
 
 
 def fail(message: str) -> None:

@@ -4,8 +4,8 @@
 -- weights_begin (memory before load), weights (target weights loaded), draft_weights, kv_pool (the
 -- target KV cache allocation), cuda_graphs (last target capture), hicache (the host pool allocation),
 -- host_memory_short (HiCache asked for more host memory than was free), capacity (max_total_num_tokens
--- and the GPU memory left) and ready (the server is ready to roll). Per-rank figures cite each rank's
--- own line; `rank` is '' for lines without a rank tag.
+-- and the GPU memory left), retraction (the first KV-pressure retraction) and ready (the server is
+-- ready to roll). Per-rank figures cite each rank's own line; `rank` is '' for lines without a rank tag.
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
 WITH selected AS (
     SELECT r.*, s.display AS source FROM runs AS r JOIN sources AS s USING (source_id)
@@ -29,6 +29,8 @@ cited AS (
                      min(line_no)
               FROM host_cache_by_run WHERE kind IN ('hicache_host_alloc', 'host_memory_short') GROUP BY ALL
     UNION ALL SELECT source_id, run, rank, 'capacity', max(line_no) FROM capacity_by_run GROUP BY ALL
+    UNION ALL SELECT source_id, run, rank, 'retraction', min(line_no) FROM retractions_by_run
+              WHERE is_rank0 GROUP BY ALL
     UNION ALL SELECT source_id, run, rank, 'ready', min(line_no) FROM server_events_by_run
               WHERE kind = 'server_ready' GROUP BY ALL
 )

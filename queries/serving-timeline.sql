@@ -27,8 +27,7 @@ prefill AS (
     FROM prefill_batches_by_run WHERE is_rank0 GROUP BY ALL
 ),
 retracted AS (
-    SELECT source_id, run, time_bucket((SELECT w FROM width), ts) AS bucket, count(*) AS retractions,
-           min(line_no) AS first_retraction_line
+    SELECT source_id, run, time_bucket((SELECT w FROM width), ts) AS bucket, count(*) AS retractions
     FROM retractions_by_run WHERE is_rank0 GROUP BY ALL
 )
 SELECT sel.source, sel.run, b.bucket,
@@ -37,8 +36,7 @@ SELECT sel.source, sel.run, b.bucket,
        greatest(d.queue_req, p.queue_req) AS queue_req,
        d.running_req,
        round(p.cache_hit_share, 4) AS cache_hit_share,
-       coalesce(x.retractions, 0) AS retractions,
-       x.first_retraction_line
+       coalesce(x.retractions, 0) AS retractions
 FROM selected AS sel
 JOIN (SELECT source_id, run, bucket FROM decode UNION SELECT source_id, run, bucket FROM prefill
       UNION SELECT source_id, run, bucket FROM retracted) AS b

@@ -1,0 +1,99 @@
+"""Static charts as inline SVG (matplotlib, no JavaScript): the start-up Gantt, the GPU memory budget
+and serving over time. Text stays text in the SVG (selectable, found by search) and matplotlib escapes it."""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import matplotlib
+
+matplotlib.use("Agg")  # before anything imports pyplot: no display, no GUI toolkit
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+STYLE = {"svg.fonttype": "none", "svg.hashsalt": "logmine", "font.size": 9, "font.family": "sans-serif",
+         "axes.spines.top": False, "axes.spines.right": False}
+# Colour-blind-safe palette (Okabe-Ito), one colour per phase / memory share.
+PALETTE = ["#999999", "#56B4E9", "#0072B2", "#009E73", "#E69F00", "#CC79A7", "#D55E00", "#F0E442", "#882255",
+           "#44AA99", "#332288"]
+
+
+@dataclass
+class Bar:
+    """One row of a Gantt: labelled segments (name, start s, length s) and a note at its end."""
+
+    label: str
+    segments: list[tuple[str, float, float]]
+    note: str = ""
+
+
+def to_svg(fig: Figure) -> str:
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
+    svg = buffer.getvalue()
+    # Inline SVG needs neither the XML prolog, the DTD reference nor the RDF metadata block.
+    svg = svg[svg.index("<svg"):]
+    return re.sub(r"<metadata>.*?</metadata>", "", svg, flags=re.S)
+
+
+def gantt(bars: Sequence[Bar], phases: Sequence[str], x_limit: float) -> str:
+    colours = dict(zip(phases, PALETTE, strict=False))
+    with matplotlib.rc_context(STYLE):
+        fig = Figure(figsize=(9, 0.45 * len(bars) + 1.3))
+        ax = fig.add_subplot()
+        for y, bar in enumerate(bars):
+            for name, start, length in bar.segments:
+                ax.barh(y, min(length, x_limit - start), left=start, color=colours.get(name, "#dddddd"),
+                        edgecolor="white", linewidth=0.5, height=0.6)
+            end = max((s + n for _, s, n in bar.segments), default=0)
+            if bar.note:
+                ax.text(min(end, x_limit) + x_limit * 0.01, y, bar.note, va="center", fontsize=8)
+        ax.set_yticks(range(len(bars)), [b.label for b in bars])
+        ax.invert_yaxis()
+        ax.set_xlim(0, x_limit * 1.3)
+        ax.set_xlabel("seconds since the start")
+        used = [p for p in phases if any(s[0] == p for b in bars for s in b.segments)]
+        handles = [Patch(color=colours.get(p, "#dddddd"), label=p) for p in used]
+        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.5 / (len(bars) * 0.45 + 1.3) - 0.25),
+                  ncol=5, frameon=False, fontsize=8)
+        return to_svg(fig)
+
+
+def stacked_bars(labels: Sequence[str], shares: dict[str, Sequence[float]], unit: str) -> str:
+    """Horizontal stacked bars: one per label, one colour per share (missing shares as 0)."""
+    with matplotlib.rc_context(STYLE):
+        fig = Figure(figsize=(9, 0.5 * len(labels) + 1.2))
+        ax = fig.add_subplot()
+        left = [0.0] * len(labels)
+        for colour, (name, values) in zip(PALETTE[1:], shares.items(), strict=False):
+            widths = [v or 0.0 for v in values]
+            ax.barh(range(len(labels)), widths, left=left, color=colour, label=name, height=0.6,
+                    edgecolor="white", linewidth=0.5)
+            for y, (x, w) in enumerate(zip(left, widths, strict=True)):
+                if w >= 4:
+                    ax.text(x + w / 2, y, f"{w:.2f}", ha="center", va="center", fontsize=7)
+            left = [x + w for x, w in zip(left, widths, strict=True)]
+        ax.set_yticks(range(len(labels)), labels)
+        ax.invert_yaxis()
+        ax.set_xlabel(unit)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35 if len(labels) < 3 else -0.2), ncol=6,
+                  frameon=False, fontsize=8)
+        return to_svg(fig)
+
+
+def time_panels(series: dict[str, dict[str, tuple[list, list]]], x_label: str) -> str:
+    """Small multiples sharing the time axis: panel title -> line label -> (x values, y values)."""
+    with matplotlib.rc_context(STYLE):
+        fig = Figure(figsize=(9, 1.6 * len(series) + 0.6))
+        axes = fig.subplots(len(series), 1, sharex=True, squeeze=False)[:, 0]
+        for ax, (title, lines) in zip(axes, series.items(), strict=True):
+            for colour, (label, (xs, ys)) in zip(PALETTE[1:], lines.items(), strict=False):
+                ax.plot(xs, ys, color=colour, label=label, linewidth=1.2, marker=".", markersize=3)
+            ax.set_title(title, loc="left", fontsize=9)
+        axes[0].legend(loc="upper right", frameon=False, fontsize=8, ncol=4)
+        axes[-1].set_xlabel(x_label)
+        fig.autofmt_xdate()
+        return to_svg(fig)

@@ -1,0 +1,91 @@
+"""The report as a document: sections of sentences, tables, charts and folded blocks, each carrying the
+evidence it rests on. The HTML and Markdown writers render the same document."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+
+@dataclass(frozen=True)
+class Citation:
+    """Where a figure comes from: `ref` as shown (`journal.txt:1197`, `session …/message 18`), `where` in
+    full (the source's path) and `text`, the cited line or message itself."""
+
+    ref: str
+    where: str
+    text: str
+
+
+@dataclass
+class Text:
+    """A sentence, or a table cell: words and the evidence they rest on."""
+
+    kind: ClassVar[str] = "text"
+    words: str
+    cites: list[Citation] = field(default_factory=list)
+
+
+@dataclass
+class Heading:
+    kind: ClassVar[str] = "heading"
+    words: str
+
+
+@dataclass
+class Table:
+    kind: ClassVar[str] = "table"
+    columns: list[str]
+    rows: list[list[Text]]
+    # Columns that hold figures are right-aligned.
+    numeric: list[bool] = field(default_factory=list)
+
+
+@dataclass
+class Chart:
+    """An inline SVG and, for Markdown and screen readers, what it shows in words."""
+
+    kind: ClassVar[str] = "chart"
+    svg: str
+    alt: str
+
+
+@dataclass
+class Folded:
+    """A long text (a whole traceback, a unit file) folded under a one-line summary."""
+
+    kind: ClassVar[str] = "folded"
+    summary: Text
+    body: str
+
+
+Block = Text | Heading | Table | Chart | Folded
+
+
+@dataclass
+class Section:
+    title: str
+    blocks: list[Block]
+    anchor: str = ""
+
+
+@dataclass
+class Document:
+    title: str
+    subtitle: str
+    sections: list[Section]
+
+    def citations(self) -> list[Citation]:
+        """Every citation, once, in the order it first appears."""
+        seen: dict[tuple[str, str], Citation] = {}
+        for section in self.sections:
+            for block in section.blocks:
+                texts = [block] if isinstance(block, Text) else []
+                if isinstance(block, Table):
+                    texts = [cell for row in block.rows for cell in row]
+                elif isinstance(block, Folded):
+                    texts = [block.summary]
+                for text in texts:
+                    for cite in text.cites:
+                        seen.setdefault((cite.where, cite.ref), cite)
+        return list(seen.values())

@@ -1,0 +1,59 @@
+"""The summary: a few generated sentences with the key figures, each citing its evidence."""
+
+from __future__ import annotations
+
+from .data import ReportData, short_source
+from .model import Section, Text
+from .sections import NOISE_KEYS, asked_by, effect, end_story, run_name, run_rows
+from .words import clock, missing, number, quote, seconds, value
+
+
+def summary_section(data: ReportData) -> Section | None:
+    runs = run_rows(data)
+    if not runs:
+        return None
+    first, last = runs[0], runs[-1]
+    config = first["config"] if isinstance(first["config"], dict) else {}
+    model = config.get("served_model_name") or config.get("model_path") or "the server"
+    ready = sum(not missing(r["ready_at"]) for r in runs)
+    sources = sorted({short_source(r["source"]) for r in runs})
+    until = last["ended_at"] if not missing(last["ended_at"]) else last["ready_at"]
+    span = f"from {clock(first['started_at'])}" + ("" if missing(until) else f" to {clock(until)}")
+    sentences = [Text(
+        f"{len(runs)} server start{'s' if len(runs) != 1 else ''} of {model} ({number(first['ranks'])} ranks) in "
+        f"{', '.join(sources)}, {span}; {ready} became ready.",
+        data.cite(first["source"], int(first["ordinal"]), "started"))]
+    for run in runs:
+        source, ordinal = run["source"], int(run["ordinal"])
+        name = run_name(data, source, ordinal).capitalize()
+        story = end_story(data, run)
+        if missing(run["ready_at"]):
+            sentences.append(Text(f"{name} never became ready: it {story.words}.", story.cites))
+        else:
+            sentences.append(Text(f"{name} was ready after {seconds(run['load_seconds'])} and {story.words}.",
+                                  data.cite(source, ordinal, "ready") + story.cites))
+    for (source, to_run), diffs in data.config_diffs.groupby(["source", "to_run"], sort=False):
+        meaningful = diffs[~diffs["key"].isin(NOISE_KEYS)]
+        if meaningful.empty:
+            continue
+        changes = ", ".join(f"{d['key']} {value(d['old'])} → {value(d['new'])}" for _, d in meaningful.iterrows())
+        from_run = int(meaningful["from_run"].iloc[0])
+        words = f"From run {from_run} to run {int(to_run)} the configuration changed: {changes}"
+        cites = data.cite(source, int(to_run), "server_args")
+        links = data["links"]
+        link = links[(links["source"] == source) & (links["run"] == to_run)]
+        if not link.empty:
+            ask = asked_by(data, link["session"].iloc[0], int(link["message_index"].iloc[0]))
+            if ask:
+                words += f", after the user asked “{quote(ask[1], 160)}”"
+                cites += data.cite_message(link["session"].iloc[0], ask[0])
+        result = effect(data, source, int(to_run))
+        sentences.append(Text(f"{words}. Effect: {result.words}.", cites + result.cites))
+    for run in runs:
+        if not missing(run["kv_tokens"]) and run is runs[-1]:
+            source, ordinal = run["source"], int(run["ordinal"])
+            sentences.append(Text(
+                f"The last configuration's KV pool holds {number(run['kv_tokens'])} tokens "
+                f"({number(run['kv_gib_per_rank'])} GiB) on each of its {number(run['ranks'])} ranks.",
+                data.cite(source, ordinal, "kv_pool")))
+    return Section("Summary", sentences, "summary")
