@@ -172,7 +172,7 @@ def timeline_section(data: ReportData) -> Section | None:
             bars.append(charts.Bar(label, segments, note))
             cells = [Text(label)]
             for column, _, figure in PHASES:
-                cells.append(Text(seconds(p[column]), data.cite(source, ordinal, figure, p["rank"])
+                cells.append(Text(seconds(p[column], minutes_too=False), data.cite(source, ordinal, figure, p["rank"])
                                   if not missing(p[column]) else []))
             cells.append(Text(seconds(p["total_s"]) if ready else "never ready",
                               data.cite(source, ordinal, "ready") + data.cite(source, ordinal, "started")))
@@ -224,6 +224,7 @@ def memory_section(data: ReportData) -> Section | None:
         return None
     labels, shares, formula_rows, host_rows = [], {name: [] for name, _ in MEMORY_SHARES + [("other", "")]}, [], []
     signature_seen: dict[tuple, str] = {}
+    explained: dict[str, list[str]] = {}
     for (source, ordinal), rows in per_rank.groupby(["source", "run"], sort=False):
         name = run_name(data, source, int(ordinal))
         figures = [c for _, c in MEMORY_SHARES if isinstance(c, str)] + ["kv_tokens"]
@@ -249,7 +250,8 @@ def memory_section(data: ReportData) -> Section | None:
             Text(number(first["after_weights_gib"]), cites("weights")),
             Text(number(first["kv_formula_gib"])),
             Text(f"{number(first['kv_tokens'])} tokens, {number(first['kv_gib'])} GiB", cites("kv_pool")),
-            Text(number(first["kv_gap_gib"])), Text(gap_explained(first))])
+            Text(number(first["kv_gap_gib"]))])
+        explained.setdefault(gap_explained(first), []).append(name)
         host = rows[rows["host_cache_gb"].notna()]
         if not host.empty:
             free = host["host_free_gb"].dropna()
@@ -270,8 +272,9 @@ def memory_section(data: ReportData) -> Section | None:
               Text("rest = avail after weights − memory before load × (1 − mem_fraction_static). KV tokens and sizes "
                    "are per rank: each tensor-parallel rank holds every token's share, so they are never summed."),
               Table(["run", "ranks", "before load GiB", "mem_fraction_static", "after weights GiB", "formula GiB",
-                     "logged KV pool (per rank)", "gap GiB", "why"], formula_rows,
-                    [False, False, True, True, True, True, True, True, False])]
+                     "logged KV pool (per rank)", "gap GiB"], formula_rows,
+                    [False, False, True, True, True, True, True, True])]
+    blocks += [Text(f"{', '.join(names).capitalize()}: {why}.") for why, names in explained.items() if why]
     refused = [Text(f"{run_name(data, r.source, int(r.run)).capitalize()} asked for more host memory than was "
                     f"free: {quote(r.text, 200)}", data.cite(r.source, int(r.run), "host_memory_short"))
                for r in data["evidence"].itertuples() if r.figure == "host_memory_short"]

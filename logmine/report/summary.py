@@ -47,8 +47,12 @@ def summary_section(data: ReportData) -> Section | None:
             if ask:
                 words += f", after the user asked “{quote(ask[1], 160)}”"
                 cites += data.cite_message(link["session"].iloc[0], ask[0])
-        result = effect(data, source, int(to_run))
-        sentences.append(Text(f"{words}. Effect: {result.words}.", cites + result.cites))
+        produced = data["runs"][(data["runs"]["source"] == source) & (data["runs"]["ordinal"] == to_run)]
+        if produced.empty or missing(produced["ready_at"].iloc[0]):
+            sentences.append(Text(f"{words}; run {int(to_run)} never became ready.", cites))
+        else:
+            result = effect(data, source, int(to_run))
+            sentences.append(Text(f"{words}. Effect: {result.words}.", cites + result.cites))
     for run in runs:
         if not missing(run["kv_tokens"]) and run is runs[-1]:
             source, ordinal = run["source"], int(run["ordinal"])

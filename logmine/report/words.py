@@ -25,13 +25,13 @@ def number(value: object, digits: int = 2) -> str:
     return str(value)
 
 
-def seconds(value: object) -> str:
-    """690.0 -> '690 s (11 min 30 s)'; short durations stay in seconds."""
+def seconds(value: object, minutes_too: bool = True) -> str:
+    """690.0 -> '690 s (11 min 30 s)' (or '690 s' for a table cell); short durations stay in seconds."""
     if missing(value):
         return ""
     value = float(value)
     text = f"{value:,.0f} s" if value >= 100 or value.is_integer() else f"{value:,.2f} s"
-    if value >= 120:
+    if value >= 120 and minutes_too:
         minutes, rest = divmod(round(value), 60)
         hours, minutes = divmod(minutes, 60)
         longer = f"{hours} h {minutes} min" if hours else f"{minutes} min {rest} s" if rest else f"{minutes} min"
