@@ -63,7 +63,8 @@ def gather(con: duckdb.DuckDBPyConnection, runs: Sequence[int] | None = None, so
             df = df[df["run"].isin(runs)].reset_index(drop=True)
         frames[name] = df
     diffs = named_queries.run(con, "config-diff", source=source, run=None)
-    diffs = diffs[[(s, r) in wanted for s, r in zip(diffs["source"], diffs["to_run"], strict=True)]]
+    keep = [(s, r) in wanted for s, r in zip(diffs["source"], diffs["to_run"], strict=True)]
+    diffs = diffs.loc[pd.Series(keep, index=diffs.index, dtype=bool)]
     messages = named_queries.run_sql(con, """
         SELECT session_id, idx, id, role, text FROM messages WHERE $session IS NULL OR session_id = $session
         ORDER BY session_id, idx""", session=session)

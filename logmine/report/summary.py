@@ -5,7 +5,7 @@ from __future__ import annotations
 from .data import ReportData, short_source
 from .model import Section, Text
 from .sections import NOISE_KEYS, asked_by, effect, end_story, run_name, run_rows
-from .words import clock, missing, number, quote, seconds, value
+from .words import clock, missing, number, plural, quote, seconds, value
 
 
 def summary_section(data: ReportData) -> Section | None:
@@ -20,7 +20,7 @@ def summary_section(data: ReportData) -> Section | None:
     until = last["ended_at"] if not missing(last["ended_at"]) else last["ready_at"]
     span = f"from {clock(first['started_at'])}" + ("" if missing(until) else f" to {clock(until)}")
     sentences = [Text(
-        f"{len(runs)} server start{'s' if len(runs) != 1 else ''} of {model} ({number(first['ranks'])} ranks) in "
+        f"{plural(len(runs), 'server start')} of {model} ({plural(int(first['ranks']), 'rank')}) in "
         f"{', '.join(sources)}, {span}; {ready} became ready.",
         data.cite(first["source"], int(first["ordinal"]), "started"))]
     for run in runs:
@@ -58,6 +58,6 @@ def summary_section(data: ReportData) -> Section | None:
             source, ordinal = run["source"], int(run["ordinal"])
             sentences.append(Text(
                 f"The last configuration's KV pool holds {number(run['kv_tokens'])} tokens "
-                f"({number(run['kv_gib_per_rank'])} GiB) on each of its {number(run['ranks'])} ranks.",
+                f"({number(run['kv_gib_per_rank'])} GiB) on each of its {plural(int(run['ranks']), 'rank')}.",
                 data.cite(source, ordinal, "kv_pool")))
     return Section("Summary", sentences, "summary")

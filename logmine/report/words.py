@@ -9,7 +9,13 @@ import pandas as pd
 
 
 def missing(value: object) -> bool:
-    return value is None or value is pd.NaT or (isinstance(value, float) and math.isnan(value))
+    """None, NaN, NaT or pandas' NA: a figure the log did not give."""
+    return value is None or value is pd.NaT or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
+def plural(count: int, noun: str) -> str:
+    """1 -> '1 run', 3 -> '3 runs'."""
+    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
 
 
 def number(value: object, digits: int = 2) -> str:
