@@ -26,6 +26,9 @@ def build(con: duckdb.DuckDBPyConnection, runs: Sequence[int] | None = None, sou
           session: str | None = None) -> Document:
     """The report as a document of sections, before it is written out."""
     data = gather(con, runs=runs, source=source, session=session)
+    if (runs or source) and data["runs"].empty:
+        asked = ", ".join(f"run {r}" for r in runs or []) or f"source {source}"
+        raise LookupError(f"no {asked} in the database (see `logmine runs`)")
     makers = [summary_section, timeline_section, ends_section, memory_section, changes_section, serving_section,
               agent_section]
     sections = [s for s in (make(data) for make in makers) if s is not None]
