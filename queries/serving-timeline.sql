@@ -1,11 +1,12 @@
 -- serving-timeline: what each run served over time, one row per run and time bucket: decode
 -- throughput, KV token usage, queued and running requests, prefix-cache hit share, retractions.
 --
--- Buckets are $bucket_s seconds of the journal's local time (60 when NULL). Throughput is the mean of
--- SGLang's per-interval `gen throughput (token/s)` over rank 0's decode lines in the bucket; token usage
--- and queue are their peaks; `cache_hit_share` is cached / (cached + new) prefill tokens of rank 0 (the
--- scheduler prints batch lines once per run, whatever model_role the draft model gives them). A
--- retraction is printed by every rank at once, so rank 0's lines are counted.
+-- Buckets are $bucket_s seconds of the journal's local time; when NULL, the smallest whole number of
+-- minutes that gives the longest run at most 300 buckets (a month-long run still draws), in `bucket_s`.
+-- Throughput is the mean of SGLang's per-interval `gen throughput (token/s)` over rank 0's decode lines
+-- in the bucket; token usage and queue are their peaks; `cache_hit_share` is cached / (cached + new)
+-- prefill tokens of rank 0 (the scheduler prints batch lines once per run, whatever model_role the
+-- draft model gives them). A retraction is printed by every rank at once, so rank 0's lines are counted.
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all), $bucket_s.
 WITH selected AS (
     SELECT r.source_id, r.ordinal AS run, s.display AS source
@@ -13,7 +14,8 @@ WITH selected AS (
     WHERE ($source IS NULL OR s.display = $source OR s.path = $source)
       AND ($run IS NULL OR r.ordinal = $run)
 ),
-width AS (SELECT to_seconds(coalesce($bucket_s, 60)) AS w),
+spans AS (SELECT epoch(max(ts)) - epoch(min(ts)) AS span_s FROM decode_batches_by_run GROUP BY source_id, run),
+width AS (SELECT to_seconds(coalesce($bucket_s, 60 * greatest(1, ceil(max(span_s) / 300 / 60)))) AS w FROM spans),
 decode AS (
     SELECT source_id, run, time_bucket((SELECT w FROM width), ts) AS bucket,
            avg(gen_throughput_tok_s) AS decode_tok_s, max(token_usage) AS token_usage,
@@ -30,7 +32,7 @@ retracted AS (
     SELECT source_id, run, time_bucket((SELECT w FROM width), ts) AS bucket, count(*) AS retractions
     FROM retractions_by_run WHERE is_rank0 GROUP BY ALL
 )
-SELECT sel.source, sel.run, b.bucket,
+SELECT sel.source, sel.run, b.bucket, epoch((SELECT w FROM width))::INTEGER AS bucket_s,
        round(d.decode_tok_s, 2) AS decode_tok_s,
        d.token_usage,
        greatest(d.queue_req, p.queue_req) AS queue_req,

@@ -11,12 +11,14 @@ from dataclasses import dataclass
 import matplotlib
 
 matplotlib.use("Agg")  # before anything imports pyplot: no display, no GUI toolkit
+from matplotlib.dates import AutoDateLocator, ConciseDateFormatter  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 STYLE = {"svg.fonttype": "none", "svg.hashsalt": "logmine", "font.size": 9, "font.family": "sans-serif",
          "axes.spines.top": False, "axes.spines.right": False}
 # Colour-blind-safe palette (Okabe-Ito), one colour per phase / memory share.
+LINE_COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"]
 PALETTE = ["#999999", "#56B4E9", "#0072B2", "#009E73", "#E69F00", "#CC79A7", "#D55E00", "#F0E442", "#882255",
            "#44AA99", "#332288"]
 
@@ -32,7 +34,8 @@ class Bar:
 
 def to_svg(fig: Figure) -> str:
     buffer = io.StringIO()
-    fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
+    # A constrained layout rather than bbox_inches="tight", which draws the figure twice.
+    fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
     svg = buffer.getvalue()
     # Inline SVG needs neither the XML prolog, the DTD reference nor the RDF metadata block.
     svg = svg[svg.index("<svg"):]
@@ -42,7 +45,7 @@ def to_svg(fig: Figure) -> str:
 def gantt(bars: Sequence[Bar], phases: Sequence[str], x_limit: float) -> str:
     colours = dict(zip(phases, PALETTE, strict=False))
     with matplotlib.rc_context(STYLE):
-        fig = Figure(figsize=(9, 0.45 * len(bars) + 1.3))
+        fig = Figure(figsize=(9, 0.45 * len(bars) + 1.6), layout="constrained")
         ax = fig.add_subplot()
         for y, bar in enumerate(bars):
             for name, start, length in bar.segments:
@@ -65,7 +68,7 @@ def gantt(bars: Sequence[Bar], phases: Sequence[str], x_limit: float) -> str:
 def stacked_bars(labels: Sequence[str], shares: dict[str, Sequence[float]], unit: str) -> str:
     """Horizontal stacked bars: one per label, one colour per share (missing shares as 0)."""
     with matplotlib.rc_context(STYLE):
-        fig = Figure(figsize=(9, 0.5 * len(labels) + 1.2))
+        fig = Figure(figsize=(9, 0.5 * len(labels) + 1.4), layout="constrained")
         ax = fig.add_subplot()
         left = [0.0] * len(labels)
         for colour, (name, values) in zip(PALETTE[1:], shares.items(), strict=False):
@@ -87,13 +90,17 @@ def stacked_bars(labels: Sequence[str], shares: dict[str, Sequence[float]], unit
 def time_panels(series: dict[str, dict[str, tuple[list, list]]], x_label: str) -> str:
     """Small multiples sharing the time axis: panel title -> line label -> (x values, y values)."""
     with matplotlib.rc_context(STYLE):
-        fig = Figure(figsize=(9, 1.6 * len(series) + 0.6))
+        fig = Figure(figsize=(9, 1.6 * len(series) + 0.8), layout="constrained")
         axes = fig.subplots(len(series), 1, sharex=True, squeeze=False)[:, 0]
         for ax, (title, lines) in zip(axes, series.items(), strict=True):
-            for colour, (label, (xs, ys)) in zip(PALETTE[1:], lines.items(), strict=False):
-                ax.plot(xs, ys, color=colour, label=label, linewidth=1.2, marker=".", markersize=3)
+            for colour, (label, (xs, ys)) in zip(LINE_COLOURS * len(lines), lines.items(), strict=False):
+                # Dots mark a few points; on hundreds they only add weight to the SVG.
+                ax.plot(xs, ys, color=colour, label=label, linewidth=1.2, marker="." if len(xs) <= 60 else None,
+                        markersize=3)
             ax.set_title(title, loc="left", fontsize=9)
         axes[0].legend(loc="upper right", frameon=False, fontsize=8, ncol=4)
         axes[-1].set_xlabel(x_label)
-        fig.autofmt_xdate()
+        locator = AutoDateLocator()
+        axes[-1].xaxis.set_major_locator(locator)
+        axes[-1].xaxis.set_major_formatter(ConciseDateFormatter(locator))
         return to_svg(fig)

@@ -3,7 +3,9 @@ evidence it rests on. The HTML and Markdown writers render the same document."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import ClassVar
 
 
@@ -43,11 +45,15 @@ class Table:
 
 @dataclass
 class Chart:
-    """An inline SVG and, for Markdown and screen readers, what it shows in words."""
+    """An inline SVG, drawn only when a writer asks for it (Markdown shows `alt`, what it shows in words)."""
 
     kind: ClassVar[str] = "chart"
-    svg: str
+    draw: Callable[[], str]
     alt: str
+
+    @cached_property
+    def svg(self) -> str:
+        return self.draw()
 
 
 @dataclass

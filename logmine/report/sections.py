@@ -143,7 +143,7 @@ def phase_rows(data: ReportData, source: str, run: int) -> pd.DataFrame:
 
 
 def timeline_section(data: ReportData) -> Section | None:
-    bars, table_rows, longest = [], [], 0.0
+    bars, table_columns, longest = [], [], 0.0
     for run in run_rows(data):
         source, ordinal = run["source"], int(run["ordinal"])
         rows = phase_rows(data, source, ordinal)
@@ -170,21 +170,28 @@ def timeline_section(data: ReportData) -> Section | None:
             longest = max(longest, start)
             label = run_name(data, source, ordinal) + (f" {p['rank']}" if len(rows) > 1 else "")
             bars.append(charts.Bar(label, segments, note))
-            cells = [Text(label)]
-            for column, _, figure in PHASES:
-                cells.append(Text(seconds(p[column], minutes_too=False), data.cite(source, ordinal, figure, p["rank"])
-                                  if not missing(p[column]) else []))
-            cells.append(Text(seconds(p["total_s"]) if ready else "never ready",
+            cells = [Text(seconds(p[column], minutes_too=False),
+                          [] if missing(p[column]) else data.cite(source, ordinal, figure, p["rank"]))
+                     for column, _, figure in PHASES]
+            if not ready:  # the phase it never finished: the first one after the last it logged
+                logged = [i for i, (column, _, _) in enumerate(PHASES) if not missing(p[column])]
+                if logged and logged[-1] + 1 < len(PHASES):
+                    cells[logged[-1] + 1] = Text(f"unfinished at {run['end_reason']}")
+            cells.append(Text(seconds(p["total_s"], minutes_too=False) if ready else "never ready",
                               data.cite(source, ordinal, "ready") + data.cite(source, ordinal, "started")))
-            table_rows.append(cells)
+            table_columns.append((label, cells))
     if not bars:
         return None
-    svg = charts.gantt(bars, [name for _, name, _ in PHASES] + [SERVING, UNFINISHED], longest or 1.0)
+    phases = [name for _, name, _ in PHASES] + [SERVING, UNFINISHED]
     alt = "; ".join(f"{b.label}: {b.note}" for b in bars)
-    columns = ["run"] + [name for _, name, _ in PHASES] + ["until ready"]
+    # Phases down, runs across: a few runs read side by side, and the table stays narrow.
+    names = [name for _, name, _ in PHASES] + ["until ready"]
+    table_rows = [[Text(name)] + [cells[i] for _, cells in table_columns] for i, name in enumerate(names)]
+    columns = ["phase"] + [label for label, _ in table_columns]
     blocks = [Text("Each start's phases, as the slowest-to-differ rank logged them (rank 0 when all ranks agree "
                    f"within {RANK_SPREAD_S:.0f} s). Serving bars are cut at the chart's edge."),
-              Chart(svg, alt), Table(columns, table_rows, [False] + [True] * (len(columns) - 1))]
+              Chart(lambda: charts.gantt(bars, phases, longest or 1.0), alt),
+              Table(columns, table_rows, [False] + [True] * (len(columns) - 1))]
     return Section("Timeline of every run", blocks, "timeline")
 
 
@@ -267,7 +274,7 @@ def memory_section(data: ReportData) -> Section | None:
     blocks = [Text("GPU memory per rank, in GiB (SGLang prints \"GB\" for the device but divides by 2^30): the "
                    "bar's length is the memory free before the weights loaded; \"other\" is what the logged "
                    "figures do not account for (activations, NCCL buffers, the allocator)."),
-              Chart(charts.stacked_bars(labels, shares, "GiB per rank"), alt),
+              Chart(lambda: charts.stacked_bars(labels, shares, "GiB per rank"), alt),
               Heading("SGLang's KV formula beside the logged KV pool"),
               Text("rest = avail after weights − memory before load × (1 − mem_fraction_static). KV tokens and sizes "
                    "are per rank: each tensor-parallel rank holds every token's share, so they are never summed."),
@@ -390,9 +397,11 @@ def serving_section(data: ReportData) -> Section | None:
                     panels.setdefault(title, {})[run_name(data, source, int(ordinal))] = (
                         list(part["bucket"]), list(part[column]))
         if panels:
-            alt = "per-minute " + ", ".join(panels) + " for " + ", ".join(
+            minutes = int(timeline["bucket_s"].iloc[0]) // 60
+            bucket = "minute" if minutes == 1 else f"{minutes} minutes"
+            alt = f"per {bucket}: " + ", ".join(panels) + " for " + ", ".join(
                 sorted({label for lines in panels.values() for label in lines}))
-            blocks.append(Chart(charts.time_panels(panels, "journal time, per minute"), alt))
+            blocks.append(Chart(lambda: charts.time_panels(panels, f"journal time, per {bucket}"), alt))
     return Section("Serving", blocks, "serving")
 
 
