@@ -90,7 +90,10 @@ def stacked_bars(labels: Sequence[str], shares: dict[str, Sequence[float]], unit
 def time_panels(series: dict[str, dict[str, tuple[list, list]]], x_label: str) -> str:
     """Small multiples sharing the time axis: panel title -> line label -> (x values, y values)."""
     with matplotlib.rc_context(STYLE):
-        fig = Figure(figsize=(9, 1.6 * len(series) + 0.8), layout="constrained")
+        # Fixed margins: a constrained layout measures every tick label of every panel (a second or so).
+        height = 1.6 * len(series) + 0.8
+        fig = Figure(figsize=(9, height))
+        fig.subplots_adjust(left=0.07, right=0.98, top=1 - 0.3 / height, bottom=0.55 / height, hspace=0.45)
         axes = fig.subplots(len(series), 1, sharex=True, squeeze=False)[:, 0]
         for ax, (title, lines) in zip(axes, series.items(), strict=True):
             for colour, (label, (xs, ys)) in zip(LINE_COLOURS * len(lines), lines.items(), strict=False):
