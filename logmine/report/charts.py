@@ -6,14 +6,13 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import matplotlib
+from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
+from matplotlib.figure import Figure  # a bare Figure, not pyplot: no GUI backend, no global state
+from matplotlib.patches import Patch
 
-matplotlib.use("Agg")  # before anything imports pyplot: no display, no GUI toolkit
-from matplotlib.dates import AutoDateLocator, ConciseDateFormatter  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
+from .model import Bar
 
 STYLE = {"svg.fonttype": "none", "svg.hashsalt": "logmine", "font.size": 9, "font.family": "sans-serif",
          "axes.spines.top": False, "axes.spines.right": False}
@@ -21,15 +20,6 @@ STYLE = {"svg.fonttype": "none", "svg.hashsalt": "logmine", "font.size": 9, "fon
 LINE_COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"]
 PALETTE = ["#999999", "#56B4E9", "#0072B2", "#009E73", "#E69F00", "#CC79A7", "#D55E00", "#F0E442", "#882255",
            "#44AA99", "#332288"]
-
-
-@dataclass
-class Bar:
-    """One row of a Gantt: labelled segments (name, start s, length s) and a note at its end."""
-
-    label: str
-    segments: list[tuple[str, float, float]]
-    note: str = ""
 
 
 def to_svg(fig: Figure) -> str:

@@ -44,6 +44,15 @@ class Table:
 
 
 @dataclass
+class Bar:
+    """One row of a Gantt chart: labelled segments (name, start s, length s) and a note at its end."""
+
+    label: str
+    segments: list[tuple[str, float, float]]
+    note: str = ""
+
+
+@dataclass
 class Chart:
     """An inline SVG, drawn only when a writer asks for it (Markdown shows `alt`, what it shows in words)."""
 

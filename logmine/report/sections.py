@@ -6,9 +6,8 @@ import json
 
 import pandas as pd
 
-from . import charts
 from .data import ReportData, short_session, short_source
-from .model import Chart, Citation, Folded, Heading, Section, Table, Text
+from .model import Bar, Chart, Citation, Folded, Heading, Section, Table, Text
 from .words import missing, number, quote, rank_span, seconds, value
 
 # load-time's phase columns in the order a start goes through them, with their names in the report
@@ -27,6 +26,13 @@ DOING_AFTER = [("started", "initialising"), ("weights_begin", "loading weights")
                ("hicache", "pinning the HiCache host pool")]
 CRASH_KINDS = ("oom", "host_memory", "abort", "traceback")
 NOISE_KEYS = {"random_seed"}  # an unpinned seed changes on every start
+
+
+def draw(chart: str, *args: object) -> str:
+    """An SVG from `charts`, imported only when a chart is drawn: Markdown never loads matplotlib."""
+    from . import charts
+
+    return getattr(charts, chart)(*args)
 
 
 def run_name(data: ReportData, source: str, run: int) -> str:
@@ -169,7 +175,7 @@ def timeline_section(data: ReportData) -> Section | None:
                 start = lifetime
             longest = max(longest, start)
             label = run_name(data, source, ordinal) + (f" {p['rank']}" if len(rows) > 1 else "")
-            bars.append(charts.Bar(label, segments, note))
+            bars.append(Bar(label, segments, note))
             cells = [Text(seconds(p[column], minutes_too=False),
                           [] if missing(p[column]) else data.cite(source, ordinal, figure, p["rank"]))
                      for column, _, figure in PHASES]
@@ -192,7 +198,7 @@ def timeline_section(data: ReportData) -> Section | None:
     columns = ["phase"] + [label for label, _ in table_columns]
     blocks = [Text("Each start's phases, as the slowest-to-differ rank logged them (rank 0 when all ranks agree "
                    f"within {RANK_SPREAD_S:.0f} s). Serving bars are cut at the chart's edge."),
-              Chart(lambda: charts.gantt(bars, phases, longest or 1.0), alt),
+              Chart(lambda: draw("gantt", bars, phases, longest or 1.0), alt),
               Table(columns, table_rows, [False] + [True] * (len(columns) - 1))]
     return Section("Timeline of every run", blocks, "timeline")
 
@@ -276,7 +282,7 @@ def memory_section(data: ReportData) -> Section | None:
     blocks = [Text("GPU memory per rank, in GiB (SGLang prints \"GB\" for the device but divides by 2^30): the "
                    "bar's length is the memory free before the weights loaded; \"other\" is what the logged "
                    "figures do not account for (activations, NCCL buffers, the allocator)."),
-              Chart(lambda: charts.stacked_bars(labels, shares, "GiB per rank"), alt),
+              Chart(lambda: draw("stacked_bars", labels, shares, "GiB per rank"), alt),
               Heading("SGLang's KV formula beside the logged KV pool"),
               Text("rest = avail after weights − memory before load × (1 − mem_fraction_static). KV tokens and sizes "
                    "are per rank: each tensor-parallel rank holds every token's share, so they are never summed."),
@@ -403,7 +409,7 @@ def serving_section(data: ReportData) -> Section | None:
             bucket = "minute" if minutes == 1 else f"{minutes} minutes"
             alt = f"per {bucket}: " + ", ".join(panels) + " for " + ", ".join(
                 sorted({label for lines in panels.values() for label in lines}))
-            blocks.append(Chart(lambda: charts.time_panels(panels, f"journal time, per {bucket}"), alt))
+            blocks.append(Chart(lambda: draw("time_panels", panels, f"journal time, per {bucket}"), alt))
     return Section("Serving", blocks, "serving")
 
 
