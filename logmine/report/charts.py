@@ -37,21 +37,22 @@ def gantt(bars: Sequence[Bar], phases: Sequence[str], x_limit: float) -> str:
     with matplotlib.rc_context(STYLE):
         fig = Figure(figsize=(9, 0.45 * len(bars) + 1.6), layout="constrained")
         ax = fig.add_subplot()
+        # Bars longer than the longest start (hours of serving) are cut a little past it; the note says how long.
+        cut = x_limit * 1.1
         for y, bar in enumerate(bars):
             for name, start, length in bar.segments:
-                ax.barh(y, min(length, x_limit - start), left=start, color=colours.get(name, "#dddddd"),
+                ax.barh(y, max(min(length, cut - start), 0), left=start, color=colours.get(name, "#dddddd"),
                         edgecolor="white", linewidth=0.5, height=0.6)
             end = max((s + n for _, s, n in bar.segments), default=0)
             if bar.note:
-                ax.text(min(end, x_limit) + x_limit * 0.01, y, bar.note, va="center", fontsize=8)
+                ax.text(min(end, cut) + x_limit * 0.015, y, bar.note, va="center", fontsize=8)
         ax.set_yticks(range(len(bars)), [b.label for b in bars])
         ax.invert_yaxis()
-        ax.set_xlim(0, x_limit * 1.3)
+        ax.set_xlim(0, x_limit * 1.9)
         ax.set_xlabel("seconds since the start")
         used = [p for p in phases if any(s[0] == p for b in bars for s in b.segments)]
         handles = [Patch(color=colours.get(p, "#dddddd"), label=p) for p in used]
-        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.5 / (len(bars) * 0.45 + 1.3) - 0.25),
-                  ncol=5, frameon=False, fontsize=8)
+        fig.legend(handles=handles, loc="outside lower center", ncol=6, frameon=False, fontsize=8)
         return to_svg(fig)
 
 
@@ -72,8 +73,7 @@ def stacked_bars(labels: Sequence[str], shares: dict[str, Sequence[float]], unit
         ax.set_yticks(range(len(labels)), labels)
         ax.invert_yaxis()
         ax.set_xlabel(unit)
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35 if len(labels) < 3 else -0.2), ncol=6,
-                  frameon=False, fontsize=8)
+        fig.legend(loc="outside lower center", ncol=6, frameon=False, fontsize=8)
         return to_svg(fig)
 
 
