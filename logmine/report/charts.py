@@ -22,6 +22,11 @@ PALETTE = ["#999999", "#56B4E9", "#0072B2", "#009E73", "#E69F00", "#CC79A7", "#D
            "#44AA99", "#332288"]
 
 
+def short_label(label: str, limit: int = 34) -> str:
+    """A tick label that leaves the plot its width: long file names keep their start and end."""
+    return label if len(label) <= limit else label[:limit // 2 - 1] + "…" + label[-(limit // 2):]
+
+
 def to_svg(fig: Figure) -> str:
     buffer = io.StringIO()
     # A constrained layout rather than bbox_inches="tight", which draws the figure twice.
@@ -46,7 +51,7 @@ def gantt(bars: Sequence[Bar], phases: Sequence[str], x_limit: float) -> str:
             end = max((s + n for _, s, n in bar.segments), default=0)
             if bar.note:
                 ax.text(min(end, cut) + x_limit * 0.015, y, bar.note, va="center", fontsize=8)
-        ax.set_yticks(range(len(bars)), [b.label for b in bars])
+        ax.set_yticks(range(len(bars)), [short_label(b.label) for b in bars])
         ax.invert_yaxis()
         ax.set_xlim(0, x_limit * 1.9)
         ax.set_xlabel("seconds since the start")
@@ -70,7 +75,7 @@ def stacked_bars(labels: Sequence[str], shares: dict[str, Sequence[float]], unit
                 if w >= 4:
                     ax.text(x + w / 2, y, f"{w:.2f}", ha="center", va="center", fontsize=7)
             left = [x + w for x, w in zip(left, widths, strict=True)]
-        ax.set_yticks(range(len(labels)), labels)
+        ax.set_yticks(range(len(labels)), [short_label(label, 44) for label in labels])
         ax.invert_yaxis()
         ax.set_xlabel(unit)
         fig.legend(loc="outside lower center", ncol=6, frameon=False, fontsize=8)
@@ -88,8 +93,8 @@ def time_panels(series: dict[str, dict[str, tuple[list, list]]], x_label: str) -
         for ax, (title, lines) in zip(axes, series.items(), strict=True):
             for colour, (label, (xs, ys)) in zip(LINE_COLOURS * len(lines), lines.items(), strict=False):
                 # Dots mark a few points; on hundreds they only add weight to the SVG.
-                ax.plot(xs, ys, color=colour, label=label, linewidth=1.2, marker="." if len(xs) <= 60 else None,
-                        markersize=3)
+                ax.plot(xs, ys, color=colour, label=short_label(label), linewidth=1.2,
+                        marker="." if len(xs) <= 60 else None, markersize=3)
             ax.set_title(title, loc="left", fontsize=9)
         axes[0].legend(loc="upper right", frameon=False, fontsize=8, ncol=4)
         axes[-1].set_xlabel(x_label)

@@ -27,6 +27,12 @@ class Text:
     words: str
     cites: list[Citation] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        # Cells come straight from query rows: a NULL (NaN, NA) is an empty cell, a number its text.
+        if not isinstance(self.words, str):
+            self.words = "" if self.words is None or self.words != self.words or str(self.words) == "<NA>" \
+                else str(self.words)
+
 
 @dataclass
 class Heading:

@@ -8,7 +8,7 @@ import pandas as pd
 
 from .data import ReportData, short_session, short_source
 from .model import Bar, Chart, Citation, Folded, Heading, Section, Table, Text
-from .words import missing, number, quote, rank_span, seconds, value
+from .words import first_upper, missing, number, quote, rank_span, seconds, value
 
 # load-time's phase columns in the order a start goes through them, with their names in the report
 # and the evidence figure that cites each.
@@ -37,7 +37,7 @@ def draw(chart: str, *args: object) -> str:
 
 def run_name(data: ReportData, source: str, run: int) -> str:
     several = data["runs"]["source"].nunique() > 1
-    return f"{short_source(source)} run {run}" if several else f"run {run}"
+    return f"run {run} of {short_source(source)}" if several else f"run {run}"
 
 
 def run_rows(data: ReportData) -> list[pd.Series]:
@@ -121,8 +121,8 @@ def ends_section(data: ReportData) -> Section | None:
         if rows.empty and run["end_reason"] == "running":
             continue
         story = end_story(data, run)
-        blocks.append(Heading(f"{run_name(data, source, ordinal).capitalize()}: {headline(rows, run)}"))
-        blocks.append(Text(f"{run_name(data, source, ordinal).capitalize()} {story.words}.", story.cites))
+        blocks.append(Heading(f"{first_upper(run_name(data, source, ordinal))}: {headline(rows, run)}"))
+        blocks.append(Text(f"{first_upper(run_name(data, source, ordinal))} {story.words}.", story.cites))
         for _, row in rows.iterrows():
             cite = [Citation(f"{short_source(source)}:{row['line_no']}", source, (row["text"] or "").splitlines()[-1]
                              if row["text"] else "")]
@@ -290,8 +290,8 @@ def memory_section(data: ReportData) -> Section | None:
               Table(["run", "ranks", "before load GiB", "mem_fraction_static", "after weights GiB", "formula GiB",
                      "logged KV pool (per rank)", "gap GiB"], formula_rows,
                     [False, False, True, True, True, True, True, True])]
-    blocks += [Text(f"{', '.join(names).capitalize()}: {why}.") for why, names in explained.items() if why]
-    refused = [Text(f"{run_name(data, r.source, int(r.run)).capitalize()} asked for more host memory than was "
+    blocks += [Text(f"{first_upper(', '.join(names))}: {why}.") for why, names in explained.items() if why]
+    refused = [Text(f"{first_upper(run_name(data, r.source, int(r.run)))} asked for more host memory than was "
                     f"free: {quote(r.text, 200)}", data.cite(r.source, int(r.run), "host_memory_short"))
                for r in data["evidence"].itertuples() if r.figure == "host_memory_short"]
     if host_rows or refused:

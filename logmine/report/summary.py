@@ -5,7 +5,7 @@ from __future__ import annotations
 from .data import ReportData, short_source
 from .model import Section, Text
 from .sections import NOISE_KEYS, asked_by, effect, end_story, run_name, run_rows
-from .words import clock, missing, number, plural, quote, seconds, value
+from .words import clock, first_upper, missing, number, plural, quote, seconds, value
 
 
 def summary_section(data: ReportData) -> Section | None:
@@ -17,15 +17,15 @@ def summary_section(data: ReportData) -> Section | None:
     model = config.get("served_model_name") or config.get("model_path") or "the server"
     ready = sum(not missing(r["ready_at"]) for r in runs)
     sources = sorted({short_source(r["source"]) for r in runs})
-    until = last["ended_at"] if not missing(last["ended_at"]) else last["ready_at"]
-    span = f"from {clock(first['started_at'])}" + ("" if missing(until) else f" to {clock(until)}")
-    sentences = [Text(
-        f"{plural(len(runs), 'server start')} of {model} ({plural(int(first['ranks']), 'rank')}) in "
-        f"{', '.join(sources)}, {span}; {ready} became ready.",
-        data.cite(first["source"], int(first["ordinal"]), "started"))]
+    until = max(r[c] for r in runs for c in ("started_at", "ready_at", "ended_at") if not missing(r[c]))
+    span = f"from {clock(min(r['started_at'] for r in runs))} to {clock(until)}"
+    what = (f"of {model} ({plural(int(first['ranks']), 'rank')}) in {sources[0]}" if len(sources) == 1
+            else f"in {plural(len(sources), 'source')}")
+    sentences = [Text(f"{plural(len(runs), 'server start')} {what}, {span}; {ready} became ready.",
+                      data.cite(first["source"], int(first["ordinal"]), "started"))]
     for run in runs:
         source, ordinal = run["source"], int(run["ordinal"])
-        name = run_name(data, source, ordinal).capitalize()
+        name = first_upper(run_name(data, source, ordinal))
         story = end_story(data, run)
         if missing(run["ready_at"]):
             sentences.append(Text(f"{name} never became ready: it {story.words}.", story.cites))
@@ -53,11 +53,10 @@ def summary_section(data: ReportData) -> Section | None:
         else:
             result = effect(data, source, int(to_run))
             sentences.append(Text(f"{words}. Effect: {result.words}.", cites + result.cites))
-    for run in runs:
-        if not missing(run["kv_tokens"]) and run is runs[-1]:
-            source, ordinal = run["source"], int(run["ordinal"])
-            sentences.append(Text(
-                f"The last configuration's KV pool holds {number(run['kv_tokens'])} tokens "
-                f"({number(run['kv_gib_per_rank'])} GiB) on each of its {plural(int(run['ranks']), 'rank')}.",
-                data.cite(source, ordinal, "kv_pool")))
+    if len(sources) == 1 and not missing(last["kv_tokens"]):
+        run, source, ordinal = last, last["source"], int(last["ordinal"])
+        sentences.append(Text(
+            f"The last configuration's KV pool holds {number(run['kv_tokens'])} tokens "
+            f"({number(run['kv_gib_per_rank'])} GiB) on each of its {plural(int(run['ranks']), 'rank')}.",
+            data.cite(source, ordinal, "kv_pool")))
     return Section("Summary", sentences, "summary")

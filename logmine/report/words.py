@@ -65,6 +65,11 @@ def rank_span(ranks: list[str]) -> str:
     return named[0] if len(named) == 1 else f"{named[0]}–{named[-1]}"
 
 
+def first_upper(text: str) -> str:
+    """'run 1' -> 'Run 1', leaving the rest as it is (str.capitalize lowercases file names)."""
+    return text[:1].upper() + text[1:]
+
+
 def quote(text: str, limit: int = 300) -> str:
     """A user's or agent's words, on one line, shortened with an ellipsis."""
     flat = " ".join((text or "").split())
