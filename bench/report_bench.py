@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import resource
 import shutil
 import statistics
@@ -91,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     args.workdir.mkdir(parents=True, exist_ok=True)
     db = ensure_database(args.workdir, args.lines, args.seed, logmine)
 
-    print(f"database: {db} ({db.stat().st_size / 1e6:.0f} MB, {args.lines:,} journal lines)")
+    print(f"database: {db} ({db.stat().st_size / 1e6:.0f} MB, {args.lines:,} journal lines); "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     medians = {}
     with tempfile.TemporaryDirectory(prefix="logmine-report-bench-") as outdir:
         for suffix in ("html", "md"):

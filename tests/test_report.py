@@ -12,10 +12,11 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import duckdb
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from logmine import api
+from logmine import api, named_queries
 from logmine.cli import main
 from tests.conftest import REPO, shared_path
 
@@ -127,6 +128,8 @@ def test_kimi_report_shows_the_scenario_as_a_browser_renders_it(kimi: dict) -> N
     assert "after the user asked “can we do ratio 4?”" in seen
     assert "“What about hicache?”" in seen
     assert "bash tool terminated command after exceeding timeout 20000 ms" in seen
+    assert "All 26 tool calls, in order; none failed" in seen
+    assert "claims, checked" not in seen  # no claims query on this branch: the table is absent
     # Citations: the figure's line, shown with it (hover chip with the line's text inside).
     assert "journal.txt:1517" in seen and "Allocating 44.77 GB host memory for hierarchical KV cache" in seen
     for section in ("Summary", "Timeline of every run", "Why each run ended", "Memory budget per configuration",
@@ -210,3 +213,23 @@ def test_cli_writes_by_suffix_and_to_stdout(tmp_path: Path, ingested: Callable[.
     assert done.exit_code == 0 and done.output.startswith("<!DOCTYPE html>")
     done = runner.invoke(main, ["report", "--db", str(db), "-o", str(tmp_path / "r.pdf")])
     assert done.exit_code != 0 and "unknown report suffix '.pdf'" in str(done.exception or done.output)
+
+
+def test_claims_table_once_the_claims_query_exists(monkeypatch: pytest.MonkeyPatch,
+                                                   ingested: Callable[..., duckdb.DuckDBPyConnection]) -> None:
+    """Knowledge extraction ships `queries/claims.sql`; until then a stand-in with its columns shows the table."""
+    claims = pd.DataFrame({
+        "session": ["s1", "s1", "s1"], "message": [3, 5, 6], "text": ["KV pool 37.36 GB", "~334 GB total", "maybe"],
+        "value": [37.36, 334.0, None], "unit": ["GB", "GB", None], "measured": [37.36, 358.16, None],
+        "measured_source": ["journal run 1 TP0", "journal run 3: sum of 8 lines", None],
+        "verdict": ["consistent", "inconsistent", "unverifiable"]})
+    real_names, real_run = named_queries.names, named_queries.run
+    monkeypatch.setattr(named_queries, "names", lambda: [*real_names(), "claims"])
+    monkeypatch.setattr(named_queries, "run",
+                        lambda con, name, **params: claims if name == "claims" else real_run(con, name, **params))
+    con = ingested(DEMO / "journal.txt", DEMO / "session.opencode.json")
+    md = api.report(con, fmt="markdown")
+    con.close()
+    table = md.split("### The agent's claims, checked against the logs")[1].split("\n\n")[1].splitlines()
+    assert [row.split(" | ")[0] for row in table[2:]] == ["| inconsistent", "| unverifiable", "| consistent"]
+    assert "~334 GB total | 334.00 GB | 358.16 | journal run 3: sum of 8 lines" in table[2]

@@ -8,7 +8,7 @@ import pandas as pd
 
 from .data import ReportData, short_session, short_source
 from .model import Bar, Chart, Citation, Folded, Heading, Section, Table, Text
-from .words import first_upper, missing, number, quote, rank_span, seconds, value
+from .words import first_upper, missing, number, plural, quote, rank_span, seconds, value
 
 # load-time's phase columns in the order a start goes through them, with their names in the report
 # and the evidence figure that cites each.
@@ -432,6 +432,17 @@ def agent_section(data: ReportData) -> Section | None:
                      Text(f"${s['cost_usd']:.2f}" if not missing(s["cost_usd"]) else "")])
     blocks = [Table(["session", "title", "format", "messages", "from the user", "tool calls", "input tokens",
                      "output tokens", "cost"], rows, [False] * 3 + [True] * 2 + [False] + [True] * 3)]
+    calls = data["tool-calls"]
+    if not calls.empty:
+        failed = calls[calls["is_error"].fillna(False).astype(bool) | (calls["exit_code"].fillna(0) != 0)]
+        listing = "\n".join(
+            f"{short_session(c['session_id'])}  message {c['message_index']:>4}  {c['tool']:<8} "
+            f"{seconds(c['duration_s'], minutes_too=False):>9}  "
+            f"{'exit ' + number(c['exit_code']) if not missing(c['exit_code']) else c['status'] or '':<10} "
+            f"{quote(c['input_summary'], 160)}" for _, c in calls.iterrows())
+        blocks.append(Folded(Text(f"All {plural(len(calls), 'tool call')}, in order"
+                                  + (f"; {plural(len(failed), 'failed')}" if len(failed) else "; none failed")),
+                             listing))
     timeouts = data["tool-timeouts"]
     if not timeouts.empty:
         blocks += [Heading("Tool calls that timed out"),
