@@ -13,8 +13,10 @@ MARKUP = re.compile(r"([\\`*_\[\]|#~])")
 
 
 def escape(text: str) -> str:
-    """Log or transcript text as literal Markdown: HTML escaped, markup characters backslashed, one line."""
-    return MARKUP.sub(r"\\\1", html.escape(" ".join(text.split()), quote=False))
+    """Log or transcript text as literal Markdown: angle brackets as entities (no tag can open; an `&`
+    stays readable, since an entity only ever decodes to text), markup characters backslashed, one line."""
+    flat = " ".join(text.split()).replace("<", "&lt;").replace(">", "&gt;")
+    return MARKUP.sub(r"\\\1", flat)
 
 
 def fence(body: str) -> str:

@@ -65,7 +65,7 @@ def end_story(data: ReportData, run: pd.Series) -> Text:
     if not stopped.empty:
         row = stopped.iloc[0]
         doing = doing_when_stopped(data, source, ordinal)
-        by = (f", by the agent (message {int(row['message_index'])}: `{quote(row['agent_command'], 120)}`)"
+        by = (f", by the agent (message {int(row['message_index'])}: “{quote(row['agent_command'], 120)}”)"
               if not missing(row["session"]) else "")
         words = (f"was stopped while still {doing}, {row['detail'].removeprefix('stopped ')}{by}: "
                  "an operator's restart, not a crash")
@@ -84,9 +84,9 @@ def end_story(data: ReportData, run: pd.Series) -> Text:
         cites = cite(row)
         if not agent.empty:
             first = agent.iloc[0]
-            by = f" by the agent (message {int(first['message_index'])}: `{quote(first['agent_command'], 120)}`)"
+            by = f" by the agent (message {int(first['message_index'])}: “{quote(first['agent_command'], 120)}”)"
             cites += data.cite_message(first["session"], int(first["message_index"]))
-        return Text(f"{words}{by}" + (f" ({detail})" if detail else ""), cites)
+        return Text(f"{words}{by}" + (f"; {detail}" if detail else ""), cites)
     return Text(words + (f" ({detail})" if detail else ""))
 
 
