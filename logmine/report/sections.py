@@ -12,10 +12,10 @@ from .words import first_upper, missing, number, plural, quote, rank_span, secon
 
 # load-time's phase columns in the order a start goes through them, with their names in the report
 # and the evidence figure that cites each.
-PHASES = [("to_init_s", "start → init", "started"), ("init_s", "init", "started"),
+PHASES = [("to_init_s", "start → init", "started"), ("init_s", "init", "init"),
           ("weights_s", "weights", "weights"), ("kv_pool_s", "KV pool", "kv_pool"),
           ("cuda_graph_s", "CUDA graphs", "cuda_graphs"), ("draft_weights_s", "draft model", "draft_weights"),
-          ("draft_graph_s", "draft CUDA graphs", "draft_weights"), ("host_cache_s", "HiCache host pool", "hicache"),
+          ("draft_graph_s", "draft CUDA graphs", "draft_cuda_graphs"), ("host_cache_s", "HiCache host pool", "hicache"),
           ("warmup_s", "warmup", "ready")]
 SERVING, UNFINISHED = "serving", "loading, never ready"
 # Ranks whose phases differ by less than this (seconds) are drawn as one bar.
