@@ -69,6 +69,8 @@ def stacked_bars(labels: Sequence[str], shares: dict[str, Sequence[float]], unit
         left = [0.0] * len(labels)
         for colour, (name, values) in zip(PALETTE[1:], shares.items(), strict=False):
             widths = [v or 0.0 for v in values]
+            if not any(widths):
+                continue  # a share no bar has (no draft model) stays out of the legend
             ax.barh(range(len(labels)), widths, left=left, color=colour, label=name, height=0.6,
                     edgecolor="white", linewidth=0.5)
             for y, (x, w) in enumerate(zip(left, widths, strict=True)):

@@ -400,6 +400,8 @@ def serving_section(data: ReportData) -> Section | None:
         panels: dict[str, dict[str, tuple[list, list]]] = {}
         for title, column in [("decode throughput (token/s)", "decode_tok_s"), ("KV token usage", "token_usage"),
                               ("queued requests", "queue_req"), ("prefix-cache hit share", "cache_hit_share")]:
+            if not timeline[column].fillna(0).any():
+                continue  # a flat zero (nothing ever queued) is said by the table above
             for (source, ordinal), part in timeline.groupby(["source", "run"], sort=False):
                 part = part[part[column].notna()]
                 if not part.empty:

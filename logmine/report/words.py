@@ -27,7 +27,8 @@ def number(value: object, digits: int = 2) -> str:
     if isinstance(value, numbers.Integral) or (isinstance(value, float) and value.is_integer() and abs(value) >= 1000):
         return f"{int(value):,}"
     if isinstance(value, numbers.Real):
-        return f"{float(value):,.{digits}f}"
+        text = f"{float(value):,.{digits}f}"
+        return text.removeprefix("-") if float(text.replace(",", "")) == 0 else text  # no "-0.00"
     return str(value)
 
 
