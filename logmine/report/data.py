@@ -70,7 +70,7 @@ def gather(con: duckdb.DuckDBPyConnection, runs: Sequence[int] | None = None, so
         ORDER BY session_id, idx""", session=session)
     data = ReportData(frames, diffs.reset_index(drop=True), messages, claims(con, session))
     for row in frames["evidence"].itertuples(index=False):
-        citation = Citation(f"{short_source(row.source)}:{row.line_no}", row.source, clip(row.text or ""))
+        citation = cite_line(row.source, row.line_no, row.text)
         data._evidence.setdefault((row.source, int(row.run), row.figure), []).append((row.rank, citation))
     return data
 
@@ -86,6 +86,12 @@ def claims(con: duckdb.DuckDBPyConnection, session: str | None) -> pd.DataFrame 
         return None
     expected = {"session", "message", "text", "value", "unit", "measured", "measured_source", "verdict"}
     return df if expected <= set(df.columns) else None
+
+
+def cite_line(source: str, line_no: int, text: str | None) -> Citation:
+    """A log line as evidence: `file:line`, the source's full name, and the line (a traceback's first)."""
+    first = (text or "").split("\n", 1)[0]
+    return Citation(f"{short_source(source)}:{line_no}", source, clip(first))
 
 
 def clip(text: str) -> str:

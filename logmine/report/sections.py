@@ -6,8 +6,8 @@ import json
 
 import pandas as pd
 
-from .data import ReportData, short_session, short_source
-from .model import Bar, Chart, Citation, Folded, Heading, Section, Table, Text
+from .data import ReportData, cite_line, short_session, short_source
+from .model import Bar, Chart, Folded, Heading, Section, Table, Text
 from .words import first_upper, missing, number, plural, quote, rank_span, seconds, value
 
 # load-time's phase columns in the order a start goes through them, with their names in the report
@@ -53,7 +53,6 @@ def end_story(data: ReportData, run: pd.Series) -> Text:
     """One sentence on how a run ended, citing the line that says so."""
     source, ordinal = run["source"], int(run["ordinal"])
     ends = of_run(data["ends"], source, ordinal)
-    cite = lambda row: [Citation(f"{short_source(source)}:{row['line_no']}", source, row["text"] or "")]  # noqa: E731
     crashes = ends[ends["kind"].isin(CRASH_KINDS)]
     stopped = ends[ends["kind"] == "stopped_while_loading"]
     verdicts = ends[ends["kind"].str.startswith("systemd_")]
@@ -61,7 +60,7 @@ def end_story(data: ReportData, run: pd.Series) -> Text:
         first = crashes.iloc[0]
         when = "while starting" if missing(run["ready_at"]) else "after it was ready"
         words = f"crashed {when}: {first['kind'].replace('_', ' ')} error, {quote(first['detail'], 200).rstrip('.')}"
-        return Text(words, cite(first))
+        return Text(words, [cite_line(source, first["line_no"], first["text"])])
     if not stopped.empty:
         row = stopped.iloc[0]
         doing = doing_when_stopped(data, source, ordinal)
@@ -69,7 +68,8 @@ def end_story(data: ReportData, run: pd.Series) -> Text:
               if not missing(row["session"]) else "")
         words = (f"was stopped while still {doing}, {row['detail'].removeprefix('stopped ')}{by}: "
                  "an operator's restart, not a crash")
-        cites = cite(row) + (data.cite_message(row["session"], int(row["message_index"])) if by else [])
+        cites = [cite_line(source, row["line_no"], row["text"])]
+        cites += data.cite_message(row["session"], int(row["message_index"])) if by else []
         return Text(words, cites)
     reason = run["end_reason"]
     if reason == "running":
@@ -81,7 +81,7 @@ def end_story(data: ReportData, run: pd.Series) -> Text:
         row = verdicts.iloc[0]
         agent = ends.dropna(subset=["session"])
         by = ""
-        cites = cite(row)
+        cites = [cite_line(source, row["line_no"], row["text"])]
         if not agent.empty:
             first = agent.iloc[0]
             by = f" by the agent (message {int(first['message_index'])}: “{quote(first['agent_command'], 120)}”)"
@@ -124,8 +124,7 @@ def ends_section(data: ReportData) -> Section | None:
         blocks.append(Heading(f"{first_upper(run_name(data, source, ordinal))}: {headline(rows, run)}"))
         blocks.append(Text(f"{first_upper(run_name(data, source, ordinal))} {story.words}.", story.cites))
         for _, row in rows.iterrows():
-            cite = [Citation(f"{short_source(source)}:{row['line_no']}", source, (row["text"] or "").splitlines()[-1]
-                             if row["text"] else "")]
+            cite = [cite_line(source, row["line_no"], row["text"])]
             label = f"{row['ts']:%H:%M:%S} {row['kind'].replace('_', ' ')}" if not missing(row["ts"]) else row["kind"]
             rank = f" ({row['rank']})" if row["rank"] else ""
             if row["kind"] in CRASH_KINDS:
@@ -258,14 +257,15 @@ def memory_section(data: ReportData) -> Section | None:
                 shares[share_name].append(share(row, columns))
             shares["other"].append(max(total - sum(signature), 0.0))
         first = rows.iloc[0]
-        cites = lambda figure, r=first, s=source, o=int(ordinal): data.cite(s, o, figure, r["rank"])  # noqa: E731
+        run_figures = {figure: data.cite(source, int(ordinal), figure, first["rank"])
+                       for figure in ("weights_begin", "weights", "kv_pool", "hicache")}
         formula_rows.append([
             Text(name), Text(rank_span(list(rows["rank"])) + (" (identical)" if identical else " (rank 0 shown)")),
-            Text(number(first["gpu_before_load_gib"]), cites("weights_begin")),
+            Text(number(first["gpu_before_load_gib"]), run_figures["weights_begin"]),
             Text(number(first["mem_fraction_static"])),
-            Text(number(first["after_weights_gib"]), cites("weights")),
+            Text(number(first["after_weights_gib"]), run_figures["weights"]),
             Text(number(first["kv_formula_gib"])),
-            Text(f"{number(first['kv_tokens'])} tokens, {number(first['kv_gib'])} GiB", cites("kv_pool")),
+            Text(f"{number(first['kv_tokens'])} tokens, {number(first['kv_gib'])} GiB", run_figures["kv_pool"]),
             Text(number(first["kv_gap_gib"]))])
         explained.setdefault(gap_explained(first), []).append(name)
         host = rows[rows["host_cache_gb"].notna()]
@@ -274,7 +274,7 @@ def memory_section(data: ReportData) -> Section | None:
             host_rows.append([
                 Text(name), Text(str(len(host))),
                 Text(f"{number(host['host_cache_gb'].iloc[0])} GB ({number(host['host_cache_gib'].iloc[0])} GiB)"
-                     if host["host_cache_gb"].nunique() == 1 else "varies by rank", cites("hicache")),
+                     if host["host_cache_gb"].nunique() == 1 else "varies by rank", run_figures["hicache"]),
                 Text(f"{number(host['host_cache_gb'].sum())} GB ({number(host['host_cache_gib'].sum())} GiB)",
                      data.cite(source, int(ordinal), "hicache")),
                 Text(f"{number(free.iloc[0])} GB" if not free.empty else "not logged")])
