@@ -323,8 +323,15 @@ def effect(data: ReportData, source: str, run: int) -> Text:
     if not missing(row["kv_tokens"]):
         parts.append(f"KV pool {number(row['kv_tokens'])} tokens per rank")
     if not missing(row["host_cache_gb_total"]):
+        pinning = of_run(data["load-time"], source, run)["host_cache_s"].max()
         parts.append(f"HiCache {number(row['host_cache_gb_per_rank'])} GB per rank, "
-                     f"{number(row['host_cache_gb_total'])} GB in total")
+                     f"{number(row['host_cache_gb_total'])} GB in total"
+                     + ("" if missing(pinning) else f", pinned in {seconds(pinning)}"))
+    serving = data["serving"][(data["serving"]["source"] == source) & data["serving"]["cache_hit_share"].notna()]
+    hits = serving.set_index("run")["cache_hit_share"]
+    if run in hits.index and (hits.index < run).any():
+        previous = hits[hits.index < run]
+        parts.append(f"prefix-cache hits {previous.iloc[-1]:.1%} in run {previous.index[-1]} → {hits[run]:.1%}")
     cites = data.cite(source, run, "ready") + data.cite(source, run, "hicache")
     return Text("; ".join(parts), cites)
 
