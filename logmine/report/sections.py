@@ -195,9 +195,8 @@ def timeline_section(data: ReportData) -> Section | None:
     names = [name for _, name, _ in PHASES] + ["until ready"]
     table_rows = [[Text(name)] + [cells[i] for _, cells in table_columns] for i, name in enumerate(names)]
     columns = ["phase"] + [label for label, _ in table_columns]
-    blocks = [Text("Each start's phases, as the slowest-to-differ rank logged them (rank 0 when all ranks agree "
-                   f"within {RANK_SPREAD_S:.0f} s). Bars of long serving are cut short; the note at their end says "
-                   "how long."),
+    blocks = [Text("Each start's phases as rank 0 logged them, or every rank's where ranks differ by more than "
+                   f"{RANK_SPREAD_S:.0f} s. Bars of long serving are cut short; the note at their end says how long."),
               Chart(lambda: draw("gantt", bars, phases, longest or 1.0), alt),
               Table(columns, table_rows, [False] + [True] * (len(columns) - 1))]
     return Section("Timeline of every run", blocks, "timeline")
