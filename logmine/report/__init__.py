@@ -10,12 +10,17 @@ from collections.abc import Sequence
 
 import duckdb
 
+from .agent import agent_section
+from .changes import changes_section
 from .data import gather, short_source
+from .ends import ends_section
 from .html import render_html
 from .markdown import render_markdown
+from .memory import memory_section
 from .model import Document
-from .sections import agent_section, changes_section, ends_section, memory_section, serving_section, timeline_section
+from .serving import serving_section
 from .summary import summary_section
+from .timeline import timeline_section
 from .words import clock, plural
 
 FORMATS = ("html", "markdown")

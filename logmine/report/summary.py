@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from .changes import NOISE_KEYS, asked_by, effect
+from .common import run_name, run_rows
 from .data import ReportData, short_source
+from .ends import end_story
 from .model import Section, Text
-from .sections import NOISE_KEYS, asked_by, effect, end_story, run_name, run_rows
 from .words import clock, first_upper, missing, number, plural, quote, seconds, value
 
 

@@ -1,0 +1,55 @@
+"""The agent: its sessions, tool calls, timeouts and, once they exist, its checked claims."""
+
+from __future__ import annotations
+
+import json
+
+from .data import ReportData, short_session
+from .model import Folded, Heading, Section, Table, Text
+from .words import missing, number, plural, quote, seconds
+
+VERDICT_ORDER = {"inconsistent": 0, "unverifiable": 1, "consistent": 2}
+
+
+def agent_section(data: ReportData) -> Section | None:
+    sessions = data["sessions"]
+    if sessions.empty:
+        return None
+    rows = []
+    for _, s in sessions.iterrows():
+        tools = s["tool_calls"] if isinstance(s["tool_calls"], dict) else json.loads(s["tool_calls"] or "{}")
+        rows.append([Text(short_session(s["id"])), Text(s["title"] or ""), Text(s["format"]),
+                     Text(number(s["messages"])), Text(number(s["user_messages"])),
+                     Text(", ".join(f"{k} {n}" for k, n in sorted(tools.items(), key=lambda kv: (-kv[1], kv[0])))),
+                     Text(number(s["input_tokens"])), Text(number(s["output_tokens"])),
+                     Text(f"${s['cost_usd']:.2f}" if not missing(s["cost_usd"]) else "")])
+    blocks = [Table(["session", "title", "format", "messages", "from the user", "tool calls", "input tokens",
+                     "output tokens", "cost"], rows, [False] * 3 + [True] * 2 + [False] + [True] * 3)]
+    calls = data["tool-calls"]
+    if not calls.empty:
+        failed = calls[calls["is_error"].fillna(False).astype(bool) | (calls["exit_code"].fillna(0) != 0)]
+        listing = "\n".join(
+            f"{short_session(c['session_id'])}  message {c['message_index']:>4}  {c['tool']:<8} "
+            f"{seconds(c['duration_s'], minutes_too=False):>9}  "
+            f"{'exit ' + number(c['exit_code']) if not missing(c['exit_code']) else c['status'] or '':<10} "
+            f"{quote(c['input_summary'], 160)}" for _, c in calls.iterrows())
+        blocks.append(Folded(Text(f"All {plural(len(calls), 'tool call')}, in order"
+                                  + (f"; {plural(len(failed), 'failed')}" if len(failed) else "; none failed")),
+                             listing))
+    timeouts = data["tool-timeouts"]
+    if not timeouts.empty:
+        blocks += [Heading("Tool calls that timed out"),
+                   Table(["message", "tool", "after", "what the tool said", "command"],
+                         [[Text(str(t["message_index"]), data.cite_message(t["session_id"], int(t["message_index"]))),
+                           Text(t["tool"]), Text(seconds(t["duration_s"])), Text(t["timeout_line"] or ""),
+                           Text(quote(t["command"], 160))] for _, t in timeouts.iterrows()])]
+    claims = data.claims
+    if claims is not None and not claims.empty:
+        ordered = claims.assign(_order=claims["verdict"].map(VERDICT_ORDER).fillna(3)).sort_values(
+            ["_order", "session", "message"], kind="stable")
+        blocks += [Heading("The agent's claims, checked against the logs"),
+                   Table(["verdict", "message", "claim", "value", "measured", "measured from"],
+                         [[Text(str(c["verdict"])), Text(str(c["message"])), Text(quote(str(c["text"]), 200)),
+                           Text(f"{number(c['value'])} {c['unit'] or ''}".strip()), Text(number(c["measured"])),
+                           Text(str(c["measured_source"] or ""))] for _, c in ordered.iterrows()])]
+    return Section("The agent", blocks, "agent")
