@@ -1,11 +1,12 @@
 """The report as Markdown for a ticket or a pull request: the same sections, charts as their words,
-citations as `file:line` and, at the end, every cited line in full."""
+citations as `file:line` and, at the end, every cited line (a long one cut, as on hover in HTML)."""
 
 from __future__ import annotations
 
 import html
 import re
 
+from .data import CITED_CHARS
 from .model import Citation, Document, Text
 
 # Characters that would turn log text into Markdown markup (emphasis, links, code, table cells).
@@ -58,5 +59,6 @@ def render_markdown(doc: Document) -> str:
     if cited:
         body = "\n".join(f"{c.ref}  {' '.join(c.text.split())}" for c in cited)
         marks = fence(body)
-        out += ["## Evidence", "", "Every cited line, in full:", "", marks, body, marks, ""]
+        out += ["## Evidence", "", f"Every cited line (long ones cut at {CITED_CHARS} characters):", "",
+                marks, body, marks, ""]
     return "\n".join(out)
