@@ -14,7 +14,6 @@ samples of every descendant (logmine's parse worker is forked by a server nobody
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import shutil
@@ -27,16 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
-
-
-def _load_generator():
-    """Import bench/synth_journal.py by path (bench/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("synth_journal", BENCH_DIR / "synth_journal.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["synth_journal"] = module  # dataclasses resolve their module through sys.modules
-    spec.loader.exec_module(module)
-    return module
 
 
 @dataclass
@@ -152,7 +141,8 @@ def ensure_journal(workdir: Path, lines: int, seed: int) -> Path:
     path = workdir / f"journal-{lines}-seed{seed}.txt"
     if path.exists():
         return path
-    gen = _load_generator()
+    import synth_journal as gen  # beside this script, which Python puts first on sys.path
+
     tmp = path.with_suffix(".partial")
     started = time.perf_counter()
     with open(tmp, "w", encoding="utf-8", newline="\n") as fh:

@@ -16,21 +16,35 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import duckdb
-import pandas as pd
+from . import named_queries
+from .render import (
+    Rows,
+    render,  # noqa: F401 - part of the public API
+    shortest_unique_suffixes,
+)
+from .store import DEFAULT_DB, connect
 
-from . import derive, named_queries, transcripts
-from .ingest import IngestReport, Progress, ingest_logs
-from .inputs import classify_inputs
-from .render import render  # noqa: F401 - part of the public API
-from .sources import InputError
-from .store import DEFAULT_DB, connect, run
-
+# The ingest machinery, pandas and pyarrow are imported by the functions that use them: a command that
+# only reads (`logmine query`) starts in a fifth of the time.
 if TYPE_CHECKING:
+    import duckdb
+    import pandas as pd
     import sqlalchemy
+
+    from . import transcripts
+    from .ingest import IngestReport, Progress
 
 # DuckDB keeps pages of the tables being written in memory; this bounds it (it spills to disk beyond).
 INGEST_MEMORY = "128MB"
+
+
+def __getattr__(name: str) -> object:
+    """`lm.InputError` (bad input), imported only when asked for: its module loads pyarrow."""
+    if name == "InputError":
+        from .sources import InputError
+
+        return InputError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -53,6 +67,11 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
     Logs and transcripts are stored, and runs, configs, diffs and links recomputed, in one
     transaction: if anything fails or the process is interrupted, the tables are as they were before.
     """
+    from . import derive, transcripts
+    from .ingest import ingest_logs
+    from .inputs import classify_inputs
+    from .store import run
+
     utc_offset = parse_offset(tz) if tz else None
     log_paths, transcript_paths = classify_inputs(paths)
     con = connect(db)
@@ -83,6 +102,8 @@ def parse_offset(tz: str) -> timedelta:
     sign = -1 if text.startswith("-") else 1
     digits = text.lstrip("+-").replace(":", "")
     if not digits.isdigit() or len(digits) not in (2, 4):
+        from .sources import InputError
+
         raise InputError(f"--tz {tz!r}: expected an offset such as +01:00")
     hours, minutes = int(digits[:2]), int(digits[2:] or 0)
     return sign * timedelta(hours=hours, minutes=minutes)
@@ -99,22 +120,104 @@ def open_db(db: str | Path = DEFAULT_DB) -> Iterator[duckdb.DuckDBPyConnection]:
 
 
 def engine(db: str | Path = DEFAULT_DB) -> sqlalchemy.engine.Engine:
-    """A read-only SQLAlchemy engine on a logmine database, for `pandas.read_sql` and notebook tools."""
+    """A read-only SQLAlchemy engine on a logmine database, for `pandas.read_sql` and notebook tools
+    (jupysql's `%sql engine`); it holds the file only while a query runs."""
     import sqlalchemy  # here, not at the top: it would add a quarter second to every command's start
 
     if not Path(db).exists():
         raise FileNotFoundError(f"{db}: no such database (run `logmine ingest` first)")
-    return sqlalchemy.create_engine(f"duckdb:///{Path(db).resolve()}", connect_args={"read_only": True})
+    # No pool: each query opens the file and closes it after, so that `logmine ingest` (which needs the file
+    # alone) can run between a notebook's cells.
+    return sqlalchemy.create_engine(f"duckdb:///{Path(db).resolve()}", connect_args={"read_only": True},
+                                    poolclass=sqlalchemy.pool.NullPool)
 
 
 def query(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> pd.DataFrame:
-    """Run a named query from `queries/` and return its rows."""
-    return named_queries.run(con, name, **params)
+    """Run a named query from `queries/` and return its rows.
+
+    `source`, `run` and `session` must name ones that exist (LookupError says which do); a source may
+    be given by its path, its display name or any suffix of it that names one source.
+    """
+    return named_queries.run(con, name, **check_selection(con, **params))
+
+
+def query_rows(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> Rows:
+    """`query` as plain Python rows (no pandas): what the CLI prints."""
+    return named_queries.fetch(con, named_queries.text(name), **check_selection(con, **params))
 
 
 def sql(con: duckdb.DuckDBPyConnection, statement: str, **params: object) -> pd.DataFrame:
     """Any SQL statement over the logmine tables; `$name` parameters are bound from `params`."""
     return named_queries.run_sql(con, statement, **params)
+
+
+def sql_rows(con: duckdb.DuckDBPyConnection, statement: str, **params: object) -> Rows:
+    """`sql` as plain Python rows (no pandas)."""
+    return named_queries.fetch(con, statement, **params)
+
+
+def check_selection(con: duckdb.DuckDBPyConnection, **params: object) -> dict[str, object]:
+    """`params` with `source` resolved to its display name; LookupError naming what exists when the
+    source, run or session asked for is not in the database."""
+    source, run_, session = params.get("source"), params.get("run"), params.get("session")
+    if source is not None:
+        params["source"] = resolve_source(con, str(source))
+    if run_ is not None:
+        found = named_queries.fetch(con, """
+            SELECT s.display, list(r.ordinal ORDER BY r.ordinal) FROM runs AS r JOIN sources AS s USING (source_id)
+            WHERE $source IS NULL OR s.display = $source GROUP BY ALL ORDER BY min(r.source_id)""",
+            source=params.get("source")).rows
+        if not any(run_ in ordinals for _, ordinals in found):
+            where = f" in {source}" if source is not None else ""
+            names = shortest_unique_suffixes([display for display, _ in found])
+            known = [f"{name}: {_spans(ordinals)}" for name, (_, ordinals) in zip(names, found, strict=True)]
+            raise LookupError(f"no run {run_}{where}; the runs are {_listing(known, separator='; ')}")
+    if session is not None:
+        ids = [r[0] for r in named_queries.fetch(con, "SELECT id FROM sessions ORDER BY id").rows]
+        if session not in ids:
+            raise LookupError(f"no session {session!r}; the sessions are {_listing(ids)}")
+    return params
+
+
+def resolve_source(con: duckdb.DuckDBPyConnection, source: str) -> str:
+    """The display name of the source named by its path, display name or a unique path suffix."""
+    known = named_queries.fetch(con, "SELECT display, path FROM sources WHERE kind = 'log' ORDER BY source_id").rows
+    exact = [d for d, p in known if source in (d, p)]
+    matches = exact or [d for d, p in known if d.endswith("/" + source) or p.endswith("/" + source)]
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise LookupError(f"source {source!r} names several sources: {_listing(matches)}")
+    raise LookupError(f"no source {source!r}; the sources are "
+                      f"{_listing(shortest_unique_suffixes([d for d, _ in known]))}")
+
+
+def _spans(numbers: list[int]) -> str:
+    """[1, 2, 3, 5] -> '1-3, 5'."""
+    spans: list[list[int]] = []
+    for n in numbers:
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
+
+
+def _listing(names: list[str], limit: int = 8, separator: str = ", ") -> str:
+    if not names:
+        return "none"
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return separator.join(names[:limit]) + more
+
+
+def tables(con: duckdb.DuckDBPyConnection) -> Rows:
+    """Every table and view of the database with its row count and columns."""
+    listing = named_queries.fetch(con, named_queries.text("tables"))
+    counted = []
+    for name, kind, columns in listing.rows:
+        (n,) = con.execute(f'SELECT count(*) FROM "{name}"').fetchone()
+        counted.append((name, kind, n, columns))
+    return Rows(["name", "kind", "rows", "columns"], counted)
 
 
 def report(con: duckdb.DuckDBPyConnection, fmt: str = "html", runs: list[int] | None = None,
@@ -132,9 +235,13 @@ def runs(con: duckdb.DuckDBPyConnection, source: str | None = None) -> pd.DataFr
 
 def diff(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str) -> pd.DataFrame:
     """Every server arg that differs between two runs, named `ORDINAL` or `SOURCE:ORDINAL`."""
+    from . import derive
+
     configs = [run_config(con, ref) for ref in (run_a, run_b)]
     changes = derive.config_changes(configs[0], configs[1])
     rows = [{"key": k, run_a: a, run_b: b} for k, (a, b) in changes.items()]
+    import pandas as pd
+
     return pd.DataFrame(rows, columns=["key", run_a, run_b], dtype=object)  # object: keep each value's type
 
 

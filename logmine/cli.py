@@ -1,23 +1,55 @@
-"""The `logmine` command: a thin layer over the library API in `logmine.api`."""
+"""The `logmine` command: a thin layer over the library API in `logmine.api`.
+
+Each command imports what it needs inside its function (the ingest machinery, pandas, JupyterLab), so
+that `logmine --help` and a query start fast.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-import duckdb
 
 from . import api, named_queries
-from .parsers.envelopes import FORMATS as ENVELOPES
-from .process_tuning import tune_for_ingest
 from .render import FORMATS as OUTPUT_FORMATS
-from .render import render
-from .sources import InputError
+from .render import Rows, clip, render
 from .store import DEFAULT_DB
+from .terminal import emit
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DB_OPTION = click.option("--db", default=DEFAULT_DB, show_default=True, help="DuckDB database file.")
+
+
+class EnvelopeOption(click.Option):
+    """ingest's --format, whose help lists the envelopes: read only when help is shown, since the
+    parsers take a quarter second to import."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        from .parsers.envelopes import FORMATS
+
+        self.help = "Force the log envelope: " + ", ".join(FORMATS) + "."
+        return super().get_help_record(ctx)
+
+
+def output_options(command: Callable) -> Callable:
+    """--format, --columns and --no-pager, for every command that prints a result."""
+    command = click.option("--no-pager", is_flag=True, help="Print long output directly, not through less.")(command)
+    command = click.option("--columns", default=None, metavar="A,B,...",
+                           help="Only these columns, in this order (`all`: every column).")(command)
+    return click.option("--format", "fmt", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True,
+                        help="table: what fits the terminal; the others give every column and row.")(command)
+
+
+def show(data: Rows | pd.DataFrame, fmt: str, columns: str | None, no_pager: bool,
+         key_columns: Sequence[str] = ()) -> None:
+    picked = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
+    emit(render(data, fmt, columns=picked, key_columns=key_columns), pager=fmt == "table" and not no_pager)
 
 
 @click.group()
@@ -29,12 +61,14 @@ def main() -> None:
 @main.command()
 @click.argument("paths", nargs=-1, required=True)
 @DB_OPTION
-@click.option("--format", "envelope", default=None,
-              help="Force the log envelope: " + ", ".join(ENVELOPES) + ".")
+@click.option("--format", "envelope", default=None, cls=EnvelopeOption)
 @click.option("--tz", default=None, help="UTC offset of the journal's local time, e.g. +01:00 (else inferred).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None, as_json: bool) -> None:
     """Ingest SGLang logs/journals and agent transcripts (files, directories, or - for stdin)."""
+    from .process_tuning import tune_for_ingest
+    from .sources import InputError
+
     tune_for_ingest()
     with api.progress_bar(enabled=not as_json) as progress:
         try:
@@ -50,67 +84,112 @@ def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None
 
 @main.command()
 @DB_OPTION
-@click.option("--format", "fmt", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True)
 @click.option("--limit", default=50, show_default=True, help="How many templates to show.")
-def unparsed(db: str, fmt: str, limit: int) -> None:
+@output_options
+def unparsed(db: str, limit: int, fmt: str, columns: str | None, no_pager: bool) -> None:
     """Lines logmine could not type, grouped by template, most frequent first."""
     with api.open_db(db) as con:
-        click.echo(render(api.unparsed(con, limit=limit), fmt))
-
-
-RUN_COLUMNS = ["source", "ordinal", "pid", "started_at", "ready_at", "ended_at", "end_reason", "load_seconds",
-               "weights_seconds", "ranks", "kv_tokens", "kv_gib_per_rank", "host_cache_gb_total", "http_requests"]
+        rows = api.query_rows(con, "unparsed", limit=limit)
+    show(rows, fmt, columns, no_pager, named_queries.key_columns("unparsed"))
 
 
 @main.command()
 @DB_OPTION
-@click.option("--source", default=None, help="Only this source (display name or path).")
-@click.option("--format", "fmt", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True)
-def runs(db: str, source: str | None, fmt: str) -> None:
+@click.option("--run", "run_", type=int, default=None, help="Only this run ordinal.")
+@click.option("--source", default=None, help="Only this source (path, or any suffix of it that names one).")
+@output_options
+def runs(db: str, run_: int | None, source: str | None, fmt: str, columns: str | None, no_pager: bool) -> None:
     """Server runs: start, ready, end and why, load time, KV pool, traffic."""
-    with api.open_db(db) as con:
-        df = api.runs(con, source=source)
-    if fmt == "table":
-        df = df[RUN_COLUMNS].assign(source=df["source"].map(lambda p: p.rsplit("/", 1)[-1]))
-    click.echo(render(df, fmt))
+    query_command(db, "runs", fmt, columns, no_pager, run=run_, source=source)
 
 
-@main.command()
+class QueryCommand(click.Command):
+    """`logmine query`, whose help lists the named queries."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        names = named_queries.names()
+        room = (formatter.width or 80) - formatter.current_indent - max(map(len, names)) - 6
+        with formatter.section("Named queries (`logmine query` gives the whole descriptions)"):
+            formatter.write_dl([(name, clip(named_queries.summary(name), room)) for name in names])
+
+
+@main.command(cls=QueryCommand)
 @click.argument("name", required=False)
 @DB_OPTION
 @click.option("--run", "run_", type=int, default=None, help="Only this run ordinal.")
-@click.option("--source", default=None, help="Only this source (display name or path).")
+@click.option("--source", default=None, help="Only this source (path, or any suffix of it that names one).")
 @click.option("--session", default=None, help="Only this agent session id.")
-@click.option("--format", "fmt", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True)
-def query(name: str | None, db: str, run_: int | None, source: str | None, session: str | None, fmt: str) -> None:
+@output_options
+def query(name: str | None, db: str, run_: int | None, source: str | None, session: str | None, fmt: str,
+          columns: str | None, no_pager: bool) -> None:
     """Run a named query from queries/ (without NAME: list them)."""
     if name is None:
         for known in named_queries.names():
             click.echo(f"{known:<16} {named_queries.description(known)}")
         return
+    query_command(db, name, fmt, columns, no_pager, run=run_, source=source, session=session)
+
+
+def query_command(db: str, name: str, fmt: str, columns: str | None, no_pager: bool, **params: object) -> None:
+    keys = named_queries.key_columns(name)  # first, so that an unknown name fails before the database opens
     with api.open_db(db) as con:
-        click.echo(render(api.query(con, name, run=run_, source=source, session=session), fmt))
+        rows = api.query_rows(con, name, **params)
+    show(rows, fmt, columns, no_pager, keys)
+
+
+@main.command()
+@DB_OPTION
+@output_options
+def tables(db: str, fmt: str, columns: str | None, no_pager: bool) -> None:
+    """The tables and views of the database, with their row counts and columns."""
+    with api.open_db(db) as con:
+        rows = api.tables(con)
+    show(rows, fmt, columns, no_pager, ["rows", *named_queries.key_columns("tables")])
 
 
 @main.command()
 @click.argument("statement")
 @DB_OPTION
-@click.option("--format", "fmt", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True)
-def sql(statement: str, db: str, fmt: str) -> None:
-    """Run any SQL over the logmine tables."""
+@output_options
+def sql(statement: str, db: str, fmt: str, columns: str | None, no_pager: bool) -> None:
+    """Run any SQL over the logmine tables (`logmine tables` lists them)."""
     with api.open_db(db) as con:
-        click.echo(render(api.sql(con, statement), fmt))
+        rows = api.sql_rows(con, statement)
+    show(rows, fmt, columns, no_pager)
 
 
 @main.command()
 @click.argument("run_a")
 @click.argument("run_b")
 @DB_OPTION
-@click.option("--format", "fmt", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True)
-def diff(run_a: str, run_b: str, db: str, fmt: str) -> None:
+@output_options
+def diff(run_a: str, run_b: str, db: str, fmt: str, columns: str | None, no_pager: bool) -> None:
     """Server args that differ between two runs (ORDINAL or SOURCE:ORDINAL)."""
     with api.open_db(db) as con:
-        click.echo(render(api.diff(con, run_a, run_b), fmt))
+        show(api.diff(con, run_a, run_b), fmt, columns, no_pager)
+
+
+@main.command()
+@DB_OPTION
+@click.option("--port", type=int, default=None, help="Port to serve on (default: a free one).")
+@click.option("--run", "run_", type=int, default=None, help="The run the postmortem notebook shows (default: the "
+              "last that ended badly, else the last).")
+@click.option("--browser/--no-browser", default=False, show_default=True, help="Open the lab in a web browser.")
+def lab(db: str, port: int | None, run_: int | None, browser: bool) -> None:
+    """Open the database in JupyterLab, on the bundled notebooks (explore, postmortem)."""
+    from . import lab as jupyter
+
+    try:
+        server = jupyter.start(db, port=port, run=run_, open_browser=browser)
+    except jupyter.LabError as exc:
+        fail(str(exc))
+    click.echo(f"JupyterLab on {server.url}\n  notebooks in {server.root}, database {db} "
+               f"(${jupyter.DB_ENV} in the notebooks)\n  Ctrl-C stops it")
+    code = server.serve()
+    if code is None:
+        click.echo("JupyterLab stopped")
+    elif code:
+        fail(f"JupyterLab exited (code {code})")
 
 
 @main.command()
@@ -148,10 +227,28 @@ def run() -> None:
     """Entry point that turns database errors into one-line messages."""
     try:
         main(standalone_mode=True)
-    except duckdb.Error as exc:
-        fail(f"database error: {str(exc).splitlines()[0]}")
     except (LookupError, FileNotFoundError) as exc:
         fail(str(exc).strip("'\""))
     except KeyboardInterrupt:
         click.echo("logmine: interrupted; the database's tables are as they were", err=True)
         sys.exit(130)
+    except Exception as exc:
+        duckdb = sys.modules.get("duckdb")  # imported by whichever command opened a database
+        if duckdb is None or not isinstance(exc, duckdb.Error):
+            raise
+        fail(locked_message(exc) or f"database error: {str(exc).splitlines()[0]}")
+
+
+def locked_message(exc: Exception) -> str | None:
+    """What to do when another process holds the database: a reader blocks an ingest, an ingest blocks readers."""
+    from .store import lock_holder
+
+    holder = lock_holder(exc)
+    if holder is None:
+        return None
+    db, pid, command = holder
+    command = clip(" ".join(command.split()), 80)
+    if sys.argv[1:2] == ["ingest"]:
+        return (f"{db} is open in process {pid} ({command}); an ingest needs it alone: close it there (a "
+                "notebook: run its last cell or restart the kernel) and ingest again; the database is unchanged")
+    return f"{db} is being written by process {pid} ({command}); run this again when it is done"

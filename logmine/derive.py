@@ -1,7 +1,8 @@
-"""Derived tables rebuilt after every ingest: runs (server process lifetimes), configs and config diffs.
+"""Derived tables rebuilt after every ingest: runs (server launches), configs and config diffs.
 
-A run is one server process lifetime. Boundaries come from systemd (`Starting`/`Started` of the unit),
-from a change of journald PID, or, in plain log files, from a new `server_args=` dump. Everything
+A run is one launch of the server with its worker processes. Boundaries come from systemd (`Starting`/
+`Started` of the unit), from journald PIDs whose lifetimes do not overlap, from a new `server_args=`
+dump, or from a uvicorn start after the server process ended (see `run_starts`). Everything
 else about a run (load time, memory budget, traffic) is computed by the named queries from the event
 tables, joined to `runs` on `source_id` and the line range.
 """
@@ -19,6 +20,7 @@ from datetime import timedelta
 import duckdb
 import pyarrow as pa
 
+from . import templates
 from .parsers.events import EVENT_TABLES
 from .store import append, create_table, run, typed_table
 
@@ -51,8 +53,12 @@ MARKER_KINDS = (
     "systemd_starting", "systemd_started", "systemd_stopping", "systemd_stopped", "systemd_deactivated",
     "systemd_main_exited", "systemd_failed_result", "systemd_restart_scheduled", "systemd_start_limit",
     "systemd_failed_start", "systemd_oom_kill", "server_args", "uvicorn_started", "server_ready",
-    "sigterm", "sigquit", "rank_dead", "error", "subprocess_crashed", "watchdog_timeout",
+    "sigterm", "sigquit", "rank_dead", "error", "subprocess_crashed", "watchdog_timeout", "uvicorn_finished",
+    "graceful_exit", "exit_code", "kill_process_tree",
 )
+# The server process has ended: a later uvicorn start belongs to a new launch, not to a worker of this one.
+PROCESS_END_KINDS = {"uvicorn_finished", "graceful_exit", "exit_code", "sigquit", "subprocess_crashed",
+                     "kill_process_tree", "systemd_main_exited"}
 CRASH_KINDS = {"error", "sigquit", "rank_dead", "subprocess_crashed", "watchdog_timeout", "systemd_oom_kill",
                "systemd_restart_scheduled", "systemd_start_limit", "systemd_failed_start"}
 
@@ -63,7 +69,12 @@ class Marker:
     kind: str
     ts: object
     pid: int | None
-    detail: str | None  # the text of a `Main process exited` line, the server PID of uvicorn's start
+    exit_code: str | None  # of a `Main process exited` line: `killed`, `exited`, `dumped`
+    exit_status: str | None  # of the same line: `9/KILL`, `1/FAILURE`, `0/SUCCESS`
+    server_pid: int | None  # of uvicorn's `Started server process [PID]`
+
+    def exit_text(self) -> str:
+        return f"Main process exited, code={self.exit_code}, status={self.exit_status}"
 
 
 @dataclass
@@ -84,8 +95,11 @@ class Run:
 
 
 def rebuild(con: duckdb.DuckDBPyConnection, utc_offset: timedelta | None = None) -> None:
-    """Recompute runs, configs, config diffs and the links between transcripts and runs."""
+    """Recompute runs, configs, config diffs, the untyped lines' templates and the links between
+    transcripts and runs."""
     rebuild_runs(con)
+    if _has_table(con, "lines"):
+        templates.mine(con)
     if _has_table(con, "sessions"):
         link_transcripts(con, utc_offset)
 
@@ -138,7 +152,8 @@ def create_run_views(con: duckdb.DuckDBPyConnection) -> None:
     """`<table>_by_run` views: each event with its run ordinal, rank label and model role.
 
     The role is `draft` from a rank's second `Load weight begin` on (speculative decoding loads the
-    draft model after the target), else `target`.
+    draft model after the target), else `target`. A KV pool is the draft's only once the target's
+    pool is complete: some drafts (DFLASH) load their weights before the target's pools are sized.
     """
     same_rank = " AND ".join(f"e.{c} IS NOT DISTINCT FROM d.{c}" for c in RANK_KEY)
     label = "concat_ws(' ', " + ", ".join(f"'{c.upper()}' || e.{c}" for c in RANK_KEY) + ")"
@@ -151,15 +166,38 @@ def create_run_views(con: duckdb.DuckDBPyConnection) -> None:
              AND e.line_no BETWEEN r.first_line_no AND r.last_line_no
             WHERE e.kind = 'load_weight_begin')
         WHERE n = 2""")
-    for table in EVENT_TABLE_NAMES:
-        run(con, f"""CREATE OR REPLACE VIEW {table}_by_run AS
-            SELECT r.ordinal AS run, {label} AS rank, ({rank0}) AS is_rank0,
-                   CASE WHEN d.draft_from_line IS NOT NULL AND e.line_no >= d.draft_from_line
-                        THEN 'draft' ELSE 'target' END AS model_role,
-                   e.*
-            FROM {table} AS e
+    placed = f"""SELECT r.ordinal AS run, {label} AS rank, ({rank0}) AS is_rank0, d.draft_from_line, e.*
+            FROM {{table}} AS e
             JOIN runs AS r ON e.source_id = r.source_id AND e.line_no BETWEEN r.first_line_no AND r.last_line_no
-            LEFT JOIN draft_starts AS d ON d.source_id = e.source_id AND d.run = r.ordinal AND {same_rank}""")
+            LEFT JOIN draft_starts AS d ON d.source_id = e.source_id AND d.run = r.ordinal AND {same_rank}"""
+    is_draft = "draft_from_line IS NOT NULL AND line_no >= draft_from_line"
+    for table in EVENT_TABLE_NAMES:
+        if table == "kv_cache":
+            continue
+        run(con, f"""CREATE OR REPLACE VIEW {table}_by_run AS
+            SELECT run, rank, is_rank0, CASE WHEN {is_draft} THEN 'draft' ELSE 'target' END AS model_role,
+                   * EXCLUDE (run, rank, is_rank0, draft_from_line)
+            FROM ({placed.format(table=table)})""")
+    # The target's pool is complete at its first KV allocation outside a sliding-window group (which
+    # logs two allocations, then `SWAKVPool mem usage`).
+    rank = ", ".join(["source_id", "run", *RANK_KEY])
+    run(con, f"""CREATE OR REPLACE VIEW kv_cache_by_run AS
+        WITH placed AS (
+            SELECT *,
+                max(line_no) FILTER (kind = 'swa_pool_split') OVER upto AS last_split,
+                max(line_no) FILTER (kind = 'swa_pool_usage') OVER upto AS last_usage
+            FROM ({placed.format(table="kv_cache")})
+            WINDOW upto AS (PARTITION BY {rank} ORDER BY line_no ROWS UNBOUNDED PRECEDING)
+        ), pools AS (
+            SELECT *, min(line_no) FILTER (kind = 'swa_pool_usage' OR (kind = 'kv_cache_allocated' AND
+                                           (last_split IS NULL OR last_usage > last_split)))
+                          OVER (PARTITION BY {rank}) AS target_pool_end
+            FROM placed
+        )
+        SELECT run, rank, is_rank0,
+               CASE WHEN {is_draft} AND line_no > target_pool_end THEN 'draft' ELSE 'target' END AS model_role,
+               * EXCLUDE (run, rank, is_rank0, draft_from_line, last_split, last_usage, target_pool_end)
+        FROM pools""")
 
 
 def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None) -> list[Run]:
@@ -167,27 +205,25 @@ def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None
     # A line's own time: `-o cat` and plain files give systemd's lines no time, and the parser carries the
     # previous line's time onto them; for run boundaries that borrowed time would be misleading.
     own_ts = "CASE WHEN l.log_ts IS NULL THEN NULL ELSE l.ts END" if envelope == "plain" else "l.ts"
-    # Only the exit lines' text is read: fetching a few texts spread over the zstd-compressed `message`
-    # column costs whole segments (0.2 s on 2M lines); uvicorn's server PID comes typed from its event.
+    # Exit codes and server PIDs come typed from their events, never from the message text.
     markers = [Marker(*row) for row in run(con, f"""
-        SELECT l.line_no, l.kind, {own_ts} AS ts, l.pid, coalesce(x.message, e.server_pid::VARCHAR) AS detail
+        SELECT l.line_no, l.kind, {own_ts} AS ts, l.pid, x.code, x.status, e.server_pid
         FROM lines AS l
-        LEFT JOIN (SELECT line_no, message FROM lines WHERE source_id = $source AND kind = 'systemd_main_exited')
-            AS x ON x.line_no = l.line_no
+        LEFT JOIN systemd AS x
+            ON x.source_id = l.source_id AND x.line_no = l.line_no AND x.kind = 'systemd_main_exited'
         LEFT JOIN server_events AS e
             ON e.source_id = l.source_id AND e.line_no = l.line_no AND e.kind = 'uvicorn_started'
         WHERE l.source_id = $source AND l.kind IN ({', '.join("'" + k + "'" for k in MARKER_KINDS)})
         ORDER BY l.line_no""", {"source": source_id})]
     # Under systemd a run begins with the unit's start, whatever the PIDs do (see `run_starts`).
-    pid_changes = [] if under_systemd(markers) else [r[0] for r in run(con, f"""
-        SELECT line_no FROM (
-            SELECT line_no, pid, lag(pid) OVER (ORDER BY line_no) AS previous
-            FROM lines AS l WHERE source_id = ? AND {SERVER_PID_LINE} AND kind IS DISTINCT FROM 'journald_suppressed')
-        WHERE previous IS NOT NULL AND pid <> previous""", [source_id])]
+    lifetimes = [] if under_systemd(markers) else run(con, f"""
+        SELECT min(line_no), max(line_no) FROM lines AS l
+        WHERE source_id = ? AND {SERVER_PID_LINE} AND kind IS DISTINCT FROM 'journald_suppressed'
+        GROUP BY pid ORDER BY 1""", [source_id])
     extent = run(con, "SELECT min(line_no), max(line_no), max(ts) FROM lines WHERE source_id = ?", [source_id])[0]
     if extent[0] is None:
         return []
-    boundaries = run_starts(markers, set(pid_changes), extent[0])
+    boundaries = run_starts(markers, launch_starts(lifetimes), extent[0])
     runs = [Run(source_id, b) for b in boundaries]
     for current, following in zip(runs, runs[1:] + [None], strict=True):
         current.last_line_no = following.first_line_no - 1 if following else extent[1]
@@ -230,18 +266,34 @@ def under_systemd(markers: list[Marker]) -> bool:
     return any(m.kind in ("systemd_starting", "systemd_started") for m in markers)
 
 
-def run_starts(markers: list[Marker], pid_changes: set[int], first_line: int) -> list[int]:
-    """First line of each run.
+def launch_starts(lifetimes: list[tuple[int, int]]) -> set[int]:
+    """First lines of the launches that journald PIDs show, given each PID's (first line, last line).
+
+    A worker process (scheduler, tokenizer, detokenizer) logs within the lifetime of the launch that
+    spawned it, so PIDs whose lifetimes overlap are one launch; a launch begins where a PID starts
+    after every earlier one has ended.
+    """
+    starts, end = set(), None
+    for first, last in lifetimes:
+        if end is not None and first > end:
+            starts.add(first)
+        end = last if end is None else max(end, last)
+    return starts
+
+
+def run_starts(markers: list[Marker], pid_launches: set[int], first_line: int) -> list[int]:
+    """First line of each run: a run is one launch of the server, with all its worker processes.
 
     Under systemd a run begins with the unit's `Starting` (or a `Started` without one). Elsewhere it
-    begins where the journald PID changes, or at a second `server_args=` dump (or a second uvicorn
-    `Started server process`) within one run.
+    begins where a new process lifetime begins (`launch_starts`), at a second `server_args=` dump
+    within one run, or at a uvicorn `Started server process` after the run's process has ended (several
+    tokenizer workers each log one while the launch is starting).
     """
     has_systemd = under_systemd(markers)
     starts = [first_line]
     previous_systemd = None
-    run_has_args = run_has_server = False
-    events = [(m.line_no, m.kind) for m in markers] + [(line, "pid_change") for line in pid_changes]
+    run_has_args = run_has_ended = False
+    events = [(m.line_no, m.kind) for m in markers] + [(line, "launch") for line in pid_launches]
     for line_no, kind in sorted(events):
         new_run = False
         if has_systemd:
@@ -249,15 +301,20 @@ def run_starts(markers: list[Marker], pid_changes: set[int], first_line: int) ->
                 kind == "systemd_started" and previous_systemd != "systemd_starting")
             if kind in ("systemd_starting", "systemd_started"):
                 previous_systemd = kind
-        elif kind == "pid_change":
-            new_run, run_has_args, run_has_server = True, False, False
+        elif kind == "launch":
+            new_run = True
         elif kind == "server_args":
-            new_run, run_has_args, run_has_server = run_has_args, True, False
+            new_run = run_has_args
         elif kind == "uvicorn_started":
-            new_run, run_has_server = run_has_server, True
-            run_has_args = run_has_args and not new_run
-        if new_run and line_no > starts[-1]:
-            starts.append(line_no)
+            new_run = run_has_ended
+        elif kind in PROCESS_END_KINDS:
+            run_has_ended = True
+        if new_run:
+            run_has_args, run_has_ended = kind == "server_args", False
+            if line_no > starts[-1]:
+                starts.append(line_no)
+        elif kind == "server_args":
+            run_has_args = True
     return starts
 
 
@@ -273,7 +330,7 @@ def describe_run(r: Run, ordinal: int, is_last: bool) -> dict[str, object]:
     pid = r.pids.most_common(1)[0][0] if r.pids else None
     if pid is None:
         uvicorn = r.first("uvicorn_started")
-        pid = _int_in(uvicorn.detail) if uvicorn else None
+        pid = uvicorn.server_pid if uvicorn else None
     return {
         "source_id": r.source_id, "ordinal": ordinal, "first_line_no": r.first_line_no,
         "last_line_no": r.last_line_no, "pid": pid, "started_at": started.ts if started and started.ts else r.first_ts,
@@ -285,12 +342,12 @@ def describe_run(r: Run, ordinal: int, is_last: bool) -> dict[str, object]:
 def end_reason(r: Run, is_last: bool) -> tuple[str, str | None]:
     """restarted, stopped, crashed (died after ready), failed (died while starting) or running."""
     exited = r.first("systemd_main_exited")
-    detail = exited.detail.split(": ", 1)[-1] if exited and exited.detail else None
+    detail = exited.exit_text() if exited else None
     if r.has("systemd_stopping"):
         # systemctl stop/restart: SGLang kills itself with SIGKILL, which is still an operator stop.
         return ("stopped" if is_last else "restarted"), detail or "systemctl stop"
     crash = next((m for m in r.markers if m.kind in CRASH_KINDS), None)
-    failed_exit = exited is not None and "status=0/" not in (exited.detail or "")
+    failed_exit = exited is not None and (exited.exit_status or "").split("/")[0] != "0"
     if crash or failed_exit or r.has("systemd_failed_result"):
         why = detail or (crash.kind if crash else None)
         return ("crashed" if r.has("server_ready") else "failed"), why
@@ -340,11 +397,6 @@ def config_diffs(source_id: int, rows: list[dict], configs: dict[str, tuple[str,
             diffs.append({"source_id": source_id, "from_run": before["ordinal"], "to_run": after["ordinal"],
                           "key": key, "old": json.dumps(a), "new": json.dumps(b)})
     return diffs
-
-
-def _int_in(text: str | None) -> int | None:
-    digits = "".join(ch if ch.isdigit() else " " for ch in text or "").split()
-    return int(digits[-1]) if digits else None
 
 
 # ---------------------------------------------------------------- transcripts joined to runs
@@ -406,6 +458,7 @@ def link_config_writes(con: duckdb.DuckDBPyConnection) -> None:
         SELECT c.session_id, c.message_id, c.message_index, c.call_id, c.origin, c.path, c.host,
                c.written_at + to_seconds(k.utc_offset_s) AS local_time, c.args
         FROM config_snapshots AS c JOIN session_clock AS k USING (session_id)
+        WHERE c.origin IN ('unit_file', 'launch_command')  -- what the agent set, not what it read
         ORDER BY c.session_id, c.message_index, c.call_id""")
     runs = run(con, """SELECT r.source_id, r.ordinal, r.started_at, c.args FROM runs AS r
                        LEFT JOIN configs AS c USING (config_id) ORDER BY r.started_at, r.source_id, r.ordinal""")

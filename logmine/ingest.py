@@ -374,7 +374,8 @@ def typed_batch(tables: dict[str, pa.Table], stats: bool) -> dict[str, pa.Table]
         if ("_stats" in data.column_names) != stats:
             typed[table] = data
             continue
-        data = typed_table(expand_stats(data), table_columns(table))
+        columns = table_columns(table)
+        data = typed_table(expand_stats(data, columns), columns)
         position = pc.subtract(data.column("line_no"), first)
         inside = pc.and_(pc.greater_equal(position, 0), pc.less(position, lines.num_rows))
         index = pc.if_else(inside, position, pa.scalar(None, pa.int64()))

@@ -1,15 +1,24 @@
-"""Named SQL queries: the `.sql` documents in `queries/`, run with bound parameters."""
+"""Named SQL queries: the `.sql` documents in `queries/`, run with bound parameters.
+
+Each document starts with a header comment: `-- name: what it answers.`, details, then
+`-- Columns: a, b, c` (the columns a terminal shows first) and `-- Parameters: ...`.
+"""
 
 from __future__ import annotations
 
 import json
 import re
 from importlib import resources
+from typing import TYPE_CHECKING
 
-import duckdb
-import pandas as pd
+from .render import Rows
+
+if TYPE_CHECKING:
+    import duckdb
+    import pandas as pd
 
 PARAMETER = re.compile(r"\$([a-z_]+)")
+KEY_COLUMNS = re.compile(r"^-- Columns:(.*)$", re.MULTILINE)
 
 
 def names() -> list[str]:
@@ -37,6 +46,19 @@ def description(name: str) -> str:
     return sentence.split(". ")[0].rstrip(".")
 
 
+def summary(name: str) -> str:
+    """The description up to its first colon: a few words for a listing."""
+    head, colon, _ = description(name).partition(": ")
+    return head if colon else description(name)
+
+
+def key_columns(name: str) -> list[str]:
+    """The columns that matter most in the query's result, from its `-- Columns: a, b, c` header line:
+    what a terminal shows first when not every column fits."""
+    found = KEY_COLUMNS.search(text(name))
+    return [c.strip() for c in found.group(1).split(",") if c.strip()] if found else []
+
+
 def run(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> pd.DataFrame:
     """Run a named query; parameters it does not use are ignored, ones it uses default to NULL."""
     return run_sql(con, text(name), **params)
@@ -44,13 +66,35 @@ def run(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> pd.DataF
 
 def run_sql(con: duckdb.DuckDBPyConnection, sql: str, **params: object) -> pd.DataFrame:
     """Run SQL with `$name` parameters; JSON columns come back as Python objects."""
-    used = {p: params.get(p) for p in PARAMETER.findall(_without_comments(sql))}
-    result = con.execute(sql, used) if used else con.execute(sql)
-    json_columns = [d[0] for d in result.description if str(d[1]).upper() == "JSON"]
+    result, json_columns = _execute(con, sql, params)
     df = result.df()
     for column in json_columns:
-        df[column] = df[column].map(lambda v: json.loads(v) if isinstance(v, str) else v)
+        df[column] = df[column].map(_json_value)
     return df
+
+
+def fetch(con: duckdb.DuckDBPyConnection, sql: str, **params: object) -> Rows:
+    """`run_sql` as plain Python rows, without pandas (whose import would double a command's time)."""
+    result, json_columns = _execute(con, sql, params)
+    if result.description is None:  # a statement that returns nothing
+        return Rows([], [])
+    columns = [d[0] for d in result.description]
+    rows = result.fetchall()
+    if json_columns:
+        positions = [columns.index(c) for c in json_columns]
+        rows = [tuple(_json_value(v) if i in positions else v for i, v in enumerate(row)) for row in rows]
+    return Rows(columns, rows)
+
+
+def _execute(con: duckdb.DuckDBPyConnection, sql: str,
+             params: dict[str, object]) -> tuple[duckdb.DuckDBPyConnection, list[str]]:
+    used = {p: params.get(p) for p in PARAMETER.findall(_without_comments(sql))}
+    result = con.execute(sql, used) if used else con.execute(sql)
+    return result, [d[0] for d in result.description or [] if str(d[1]).upper() == "JSON"]
+
+
+def _json_value(value: object) -> object:
+    return json.loads(value) if isinstance(value, str) else value
 
 
 def _without_comments(sql: str) -> str:

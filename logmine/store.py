@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import duckdb
-import pyarrow as pa
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
 
 DEFAULT_DB = "logmine.duckdb"
 
@@ -25,9 +28,29 @@ SOURCES_COLUMNS: dict[str, str] = {
 
 def connect(db: str | Path = DEFAULT_DB, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """Open (creating if needed) a logmine database."""
+    import duckdb  # here: `logmine --help` needs this module's DEFAULT_DB, not DuckDB
+
     if read_only and str(db) != ":memory:" and not Path(db).exists():
         raise FileNotFoundError(f"{db}: no such database (run `logmine ingest` first)")
     return duckdb.connect(str(db), read_only=read_only)
+
+
+LOCK_CONFLICT = re.compile(r'Could not set lock on file "(?P<db>[^"]+)": Conflicting lock is held in (?P<program>.+?) '
+                           r"\(PID (?P<pid>\d+)\)")
+
+
+def lock_holder(error: Exception) -> tuple[str, int, str] | None:
+    """(database, PID, command line) of the process whose hold on the file made `error`, if that is what it
+    is: DuckDB lets one process write a database file or several read it, never both at once."""
+    found = LOCK_CONFLICT.search(str(error))
+    if not found:
+        return None
+    pid = int(found["pid"])
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        command = found["program"]
+    return found["db"], pid, command
 
 
 def run(con: duckdb.DuckDBPyConnection, statement: str, params: list | dict | None = None) -> list[tuple]:
@@ -43,6 +66,8 @@ def create_table(con: duckdb.DuckDBPyConnection, name: str, columns: Mapping[str
     found = [r[0] for r in run(con, "SELECT column_name FROM information_schema.columns WHERE table_name = ? "
                                     "AND table_schema = current_schema() ORDER BY ordinal_position", [name])]
     if found != list(columns):
+        import duckdb
+
         raise duckdb.CatalogException(f"table {name} was made by another logmine version (its columns differ); "
                                       "ingest into a new database")
 
@@ -53,11 +78,17 @@ def ensure_tables(con: duckdb.DuckDBPyConnection, tables: Mapping[str, Mapping[s
         create_table(con, name, columns)
 
 
-ARROW_TYPES: dict[str, pa.DataType] = {
-    "INTEGER": pa.int32(), "BIGINT": pa.int64(), "SMALLINT": pa.int16(), "DOUBLE": pa.float64(),
-    "BOOLEAN": pa.bool_(), "TIMESTAMP": pa.timestamp("us"), "VARCHAR": pa.string(), "JSON": pa.string(),
-    "MAP(VARCHAR, VARCHAR)": pa.map_(pa.string(), pa.string()),
-}
+@cache
+def arrow_types() -> dict[str, pa.DataType]:
+    """The Arrow type of each column type; built on first use so that a read-only command (which opens
+    the database through this module) need not import pyarrow."""
+    import pyarrow as pa
+
+    return {
+        "INTEGER": pa.int32(), "BIGINT": pa.int64(), "SMALLINT": pa.int16(), "DOUBLE": pa.float64(),
+        "BOOLEAN": pa.bool_(), "TIMESTAMP": pa.timestamp("us"), "VARCHAR": pa.string(), "JSON": pa.string(),
+        "MAP(VARCHAR, VARCHAR)": pa.map_(pa.string(), pa.string()),
+    }
 
 
 def base_type(column_spec: str) -> str:
@@ -66,15 +97,22 @@ def base_type(column_spec: str) -> str:
 
 
 def arrow_type(column_spec: str) -> pa.DataType:
-    return ARROW_TYPES[base_type(column_spec)]
+    return arrow_types()[base_type(column_spec)]
 
 
 def typed_table(data: pa.Table, columns: Mapping[str, str]) -> pa.Table:
     """`data` with exactly `columns` (missing ones null), each cast in Arrow to its column's type.
 
     A column whose text does not cast (a field SGLang printed oddly) stays text; `append` lets
-    DuckDB TRY_CAST it, so one odd value becomes NULL instead of failing the batch.
+    DuckDB TRY_CAST it, so one odd value becomes NULL instead of failing the batch. A column that the
+    table does not have is an error: a parser and its table disagree about a name, and dropping the
+    column would lose the value without a word.
     """
+    import pyarrow as pa
+
+    unknown = [name for name in data.column_names if name not in columns]
+    if unknown:
+        raise ValueError(f"columns {unknown} are not in the table (known: {', '.join(columns)})")
     arrays, fields = [], []
     for name, duck_type in columns.items():
         target = arrow_type(duck_type)

@@ -20,9 +20,15 @@ import numpy as np
 import pyarrow as pa
 
 from .parsers.envelopes import TimeContext, detect_format
-from .parsers.launch_config import config_from_unit_or_command, parse_launch_command
+from .parsers.launch_config import (
+    config_from_unit_or_command,
+    config_in_process_list,
+    parse_launch_command,
+    parse_unit_file,
+)
 from .parsers.log_lines import ColumnBatch, LineParser
-from .parsers.shell_commands import file_write_from_tool, split_command
+from .parsers.shell_commands import config_reads, file_write_from_tool, split_command
+from .parsers.transcripts.common import classify_ending
 from .parsers.transcripts.detect import read_transcripts
 from .parsers.transcripts.model import Message, ParseProblem, Part, Session, ToolCall, UnknownRecord
 from .store import create_table, next_source_id, run, upsert_source
@@ -43,7 +49,7 @@ TABLES: dict[str, dict[str, str]] = {
                    "message_index": "INTEGER", "call_id": "VARCHAR", "tool": "VARCHAR", "input": "JSON",
                    "output": "VARCHAR", "status": "VARCHAR", "is_error": "BOOLEAN", "exit_code": "INTEGER",
                    "started_at": "TIMESTAMP", "ended_at": "TIMESTAMP", "duration_s": "DOUBLE",
-                   "child_session_id": "VARCHAR"},
+                   "child_session_id": "VARCHAR", "ended_by": "VARCHAR"},
     "unknown_records": {"source_id": "INTEGER", "session_id": "VARCHAR", "path": "VARCHAR", "line": "BIGINT",
                         "record_type": "VARCHAR", "raw": "VARCHAR"},
     "transcript_problems": {"source_id": "INTEGER", "path": "VARCHAR", "line": "BIGINT", "message": "VARCHAR"},
@@ -139,6 +145,8 @@ def add_record(record: object, source_id: int, rows: dict[str, list[dict]], know
     if session_id in known:
         skipped.add(session_id)
         return
+    if isinstance(record, ToolCall):
+        classify_ending(record)
     row = {"source_id": source_id, **_utc(asdict(record))}
     if isinstance(record, Message):
         report.messages += 1
@@ -175,6 +183,11 @@ def enrich_tool_call(call: dict, rows: dict[str, list[dict]]) -> None:
                 rows["config_snapshots"].append({**base, "host": step.host, "path": None,
                                                  "origin": "launch_command", "written_at": when,
                                                  "args": json.dumps(launch, default=repr)})
+            for origin, path in config_reads(step.command) if call.get("output") else ():
+                seen = read_config(origin, path, call["output"])
+                if seen:
+                    rows["config_snapshots"].append({**base, "host": step.host, "path": seen[0], "origin": origin,
+                                                     "written_at": when, "args": json.dumps(seen[1], default=repr)})
     else:
         tool_write = file_write_from_tool(call["tool"], tool_input)
         if tool_write is not None:
@@ -189,6 +202,15 @@ def enrich_tool_call(call: dict, rows: dict[str, list[dict]]) -> None:
                                              "written_at": when, "args": json.dumps(config, default=repr)})
     if call.get("output"):
         rows["embedded_lines"].extend(embedded_journal_lines(call["output"], base, call.get("ended_at") or when))
+
+
+def read_config(origin: str, path: str | None, output: str) -> tuple[str | None, dict] | None:
+    """(path, server args) of the configuration a tool's output shows: a unit file or a process list."""
+    if origin == "process_args":
+        config = config_in_process_list(output)
+        return (None, config) if config else None
+    config = config_from_unit_or_command(output)
+    return (path or parse_unit_file(output).path, config) if config else None
 
 
 def shell_command_text(tool: str, tool_input: dict) -> str | None:

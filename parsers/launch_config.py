@@ -20,6 +20,7 @@ from logmine.parsers.shell_commands import parse_script, program_name, strip_com
 # ---------------------------------------------------------------------------------------------------------
 
 _SECTION_RE = re.compile(r"\[([^\]]+)\]")
+_CAT_HEADER_RE = re.compile(r"# (/\S+)")
 _EXEC_PREFIX_RE = re.compile(r"^[-@:+!]+")  # systemd ExecStart= prefixes: ignore-failure, privileges, ...
 
 
@@ -32,6 +33,7 @@ class UnitFile:
     working_directory: str | None = None
     user: str | None = None
     description: str | None = None
+    path: str | None = None  # `systemctl cat` heads each file with `# /etc/systemd/system/x.service`
 
     def get(self, section: str, key: str) -> str | None:
         """Last value of ``key`` in ``section`` (later assignments win in systemd)."""
@@ -74,6 +76,8 @@ def parse_unit_file(text: str) -> UnitFile:
     section = ""
     for line in _logical_lines(text):
         if not line or line.startswith(("#", ";")):
+            if unit.path is None and (path := _CAT_HEADER_RE.fullmatch(line)):
+                unit.path = path.group(1)
             continue
         header = _SECTION_RE.fullmatch(line)
         if header:
@@ -333,6 +337,11 @@ def parse_server_args_repr(text: str) -> dict[str, object]:
 
 
 _UNIT_MARKER_RE = re.compile(r"^\s*(?:\[(?:Unit|Service|Install)\]|ExecStart\s*=)", re.MULTILINE)
+
+
+def config_in_process_list(text: str) -> dict[str, object] | None:
+    """Typed server args of the first SGLang server in `ps` output (one process per line)."""
+    return next(filter(None, map(parse_launch_command, text.splitlines())), None)
 
 
 def config_from_unit_or_command(text: str) -> dict[str, object] | None:

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from re import _parser as re_parser
 
 import numpy as np
 import pyarrow as pa
@@ -268,9 +267,6 @@ class CompiledPattern:
     spec: formats.Pattern
     regex: re.Pattern[str]
     re2: str  # the same regex anchored for RE2 (pyarrow.compute), which searches unanchored
-    # Groups that can match "": RE2 reports a group that did not take part as "" too, so rows with ""
-    # there are re-matched with Python `re` to tell None from "".
-    empty_groups: frozenset[str]
     # A last group that runs to the end of the line (`(?P<detail>Rank \d+.*)`) is not captured by RE2,
     # which would re-scan the whole line for it: `re2` captures the text before it as `_head`, and the
     # group is cut off by position.
@@ -281,34 +277,13 @@ class CompiledPattern:
 TAIL_GROUP = re.compile(r"\(\?P<(?P<name>\w+)>(?P<inner>[^()]*)\.\*\)$")
 
 
-def empty_groups(regex: str) -> frozenset[str]:
-    """Named groups of `regex` whose own text can be empty."""
-    names = {v: k for k, v in re.compile(regex).groupindex.items()}
-    found: set[str] = set()
-
-    def walk(sub: re_parser.SubPattern) -> None:
-        for op, av in sub:
-            if op is re_parser.SUBPATTERN:
-                if av[0] in names and av[3].getwidth()[0] == 0:
-                    found.add(names[av[0]])
-                walk(av[3])
-            elif op in (re_parser.MAX_REPEAT, re_parser.MIN_REPEAT):
-                walk(av[2])
-            elif op is re_parser.BRANCH:
-                for branch in av[1]:
-                    walk(branch)
-
-    walk(re_parser.parse(regex))
-    return frozenset(found)
-
-
 def compile_pattern(spec: formats.Pattern) -> CompiledPattern:
-    regex, empty = re.compile(spec.regex), empty_groups(spec.regex)
+    regex = re.compile(spec.regex)
     tail = TAIL_GROUP.search(spec.regex)
     if tail is None:
-        return CompiledPattern(spec, regex, f"^(?:{spec.regex})", empty)
+        return CompiledPattern(spec, regex, f"^(?:{spec.regex})")
     head = spec.regex[:tail.start()]
-    return CompiledPattern(spec, regex, f"^(?P<_head>(?:{head})){tail['inner']}", empty, tail["name"])
+    return CompiledPattern(spec, regex, f"^(?P<_head>(?:{head})){tail['inner']}", tail["name"])
 
 
 @dataclass
@@ -330,7 +305,8 @@ class Classifier:
     Rows are grouped on their first characters, so each row is tried against a handful of patterns,
     and each pattern runs once over its group with RE2 (`pyarrow.compute.extract_regex`). Python
     `re` takes the rows RE2 could read differently: non-ASCII bodies (`\\d`, `\\w`, `\\s` are Unicode
-    in Python) and optional groups that may be empty.
+    in Python). A group's empty text is stored as NULL, as is a group that did not take part (RE2
+    reports both as "").
     """
 
     def __init__(self, patterns: Iterable[formats.Pattern] = formats.ALL_PATTERNS,
@@ -418,15 +394,10 @@ class Classifier:
             sub = bodies.take(pa.array(fast, pa.int64()))
             if candidate.regex.groupindex:
                 fields, ok = self._extract(candidate, sub)
-                unsure = np.zeros(len(fast), dtype=bool)
-                for name in candidate.empty_groups:
-                    unsure |= ok & flags(pc.equal(fields[name], ""))
-                slow.append(fast[unsure])
-                keep = ok & ~unsure
-                hit[fast[keep]] = True
-                if not keep.all():
-                    fields = {name: values.filter(pa.array(keep)) for name, values in fields.items()}
-                out.add(spec.table, self._event_table(candidate, fast[keep], fields))
+                hit[fast[ok]] = True
+                if not ok.all():
+                    fields = {name: values.filter(pa.array(ok)) for name, values in fields.items()}
+                out.add(spec.table, self._event_table(candidate, fast[ok], fields))
             else:
                 ok = pc.match_substring_regex(sub, candidate.re2).to_numpy(zero_copy_only=False)
                 hit[fast[ok]] = True
@@ -455,7 +426,7 @@ class Classifier:
 
     @staticmethod
     def _event_table(candidate: CompiledPattern, rows: np.ndarray, fields: dict[str, pa.Array] | None) -> pa.Table:
-        """Event rows of RE2 matches: "" of a group that cannot be empty means it did not take part."""
+        """Event rows of RE2 matches; a group's "" is NULL."""
         n = len(rows)
         columns: dict[str, pa.Array] = {"_row": pa.array(rows, pa.int64()),
                                         "kind": pa.repeat(pa.scalar(candidate.spec.kind), n)}
@@ -463,9 +434,7 @@ class Classifier:
             columns[name] = pa.repeat(pa.scalar(value, pa.string()), n)
         for name in candidate.regex.groupindex:
             values = fields[name]
-            if name not in candidate.empty_groups:
-                values = pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values)
-            columns[name] = values
+            columns[name] = pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values)
         return pa.table(columns)
 
 
@@ -477,7 +446,7 @@ def _group_codes(heads: pa.Array) -> tuple[np.ndarray, list[str]]:
 def _record(candidate: CompiledPattern, row: int, m: re.Match[str]) -> dict[str, object]:
     """One event row from a Python match (the fallback path)."""
     fields: dict[str, object] = {"_row": row, "kind": candidate.spec.kind, **candidate.spec.const}
-    fields.update((name, value) for name, value in m.groupdict().items() if value is not None)
+    fields.update((name, value) for name, value in m.groupdict().items() if value)
     return fields
 
 
@@ -494,15 +463,15 @@ STATS_EXTRA = pa.map_(pa.string(), pa.string())
 TRIM_PASSES = 8  # trailing `%`/spaces trimmed by position; a longer run goes through parse_stats
 
 
-def parse_stats(text: str) -> dict[str, object]:
+def parse_stats(text: str, known: Mapping[str, str] = formats.STATS_KEYS) -> dict[str, object]:
     """`#running-req: 1, #token: 82, cuda graph: True, ` -> typed known keys plus an `extra` map.
 
     A value runs to the next `, key: `, so v0.4.9 hybrid values such as `full=35, swa=35` stay whole.
+    `known` maps the keys that have a column; any other key goes to `extra`.
     """
     fields: dict[str, object] = {}
     extra: dict[str, str] = {}
     repeats: Counter = Counter()
-    known = formats.STATS_KEYS
 
     def keep(key: str, value: str) -> None:
         # A map holds a key once: a repeated one is kept as `key (2)`, `key (3)`, ...
@@ -526,27 +495,30 @@ def parse_stats(text: str) -> dict[str, object]:
     return fields
 
 
-def expand_stats(table: pa.Table) -> pa.Table:
+def expand_stats(table: pa.Table, columns: Collection[str] | None = None) -> pa.Table:
     """Replace a `_stats` capture (batch statistics text) by its typed columns and `extra` map.
 
+    Only keys whose column is in `columns` (the destination table's; all known keys when None) get
+    a column: a decode-only key in a prefill line lands in `extra` rather than in no column at all.
     The classifier keeps the text whole; this step runs where the rows are typed for storage, which
     during a large ingest is the process that is not busy matching patterns.
     """
     if "_stats" not in table.column_names:
         return table
+    stats_keys = {k: c for k, c in formats.STATS_KEYS.items() if columns is None or c in columns}
     stats = table.column("_stats").combine_chunks()
-    return _with_stats(table.drop_columns(["_stats"]), stats)
+    return _with_stats(table.drop_columns(["_stats"]), stats, stats_keys)
 
 
-def _with_stats(table: pa.Table, stats: pa.StringArray) -> pa.Table:
-    """Add the stats columns of `stats` (one text per row of `table`).
+def _with_stats(table: pa.Table, stats: pa.StringArray, stats_keys: Mapping[str, str]) -> pa.Table:
+    """Add the stats columns of `stats` (one text per row of `table`), for the keys in `stats_keys`.
 
     A row whose pieces are all a known key and a value without `,` or `=` (nearly all) is typed
     here, by byte position; any other goes through `parse_stats`.
     """
-    keys = list(formats.STATS_KEYS)
-    columns = list(dict.fromkeys(formats.STATS_KEYS.values()))
-    key_column = np.array([columns.index(formats.STATS_KEYS[k]) for k in keys] + [-1])
+    keys = list(stats_keys)
+    columns = list(dict.fromkeys(stats_keys.values()))
+    key_column = np.array([columns.index(stats_keys[k]) for k in keys] + [-1])
     stats = pc.utf8_rtrim(pc.fill_null(stats, ""), characters=", ")
     pieces = StatsPieces.of(stats)
     found = pieces.keys(stats).dictionary_encode()
@@ -583,7 +555,7 @@ def _with_stats(table: pa.Table, stats: pa.StringArray) -> pa.Table:
     fast_table = table.filter(pa.array(~slow))
     slow_rows = np.nonzero(slow)[0]
     slow_table = table.take(pa.array(slow_rows)).drop_columns(columns)
-    parsed = records_table([parse_stats(stats[int(i)].as_py()) for i in slow_rows])
+    parsed = records_table([parse_stats(stats[int(i)].as_py(), stats_keys) for i in slow_rows])
     for name in parsed.column_names:
         slow_table = slow_table.append_column(name, parsed.column(name))
     return pa.concat_tables([fast_table, slow_table], promote_options="permissive")

@@ -20,6 +20,11 @@ def num(name: str) -> str:
     return rf"(?P<{name}>{NUM})"
 
 
+# What follows `KV Cache is allocated.` (and v0.5.18's `KV Cache VA upper bound.`)
+KV_SIZES = (r"(?:dtype: (?P<dtype>[\w.]+), )?(?:#tokens: (?P<tokens>\d+), )?"
+            rf"(?:K size: {num('k_size_gib')} GB, V size: {num('v_size_gib')} GB|KV size: {num('kv_size_gib')} GB)")
+
+
 @dataclass(frozen=True)
 class Pattern:
     kind: str
@@ -59,11 +64,20 @@ STARTUP = (
             "Load weight end. elapsed=4.43 s, type=Qwen3MoeForCausalLM, quant=awq, bits=4, "
             "avail mem=10.25 GB, mem usage=21.20 GB.", {"phase": "end"}),
     Pattern("kv_cache_allocated", "kv_cache",
-            r"(?:(?P<label>\w+) )?KV Cache (?:is allocated|(?P<va>VA upper bound))\. "
-            r"(?:dtype: (?P<dtype>[\w.]+), )?(?:#tokens: (?P<tokens>\d+), )?"
-            rf"(?:K size: {num('k_size_gib')} GB, V size: {num('v_size_gib')} GB|KV size: {num('kv_size_gib')} GB)",
+            r"(?:(?P<label>\w+) )?KV Cache is allocated\. " + KV_SIZES,
             "v0.4.1.post6+ (#tokens v0.4.3.post3+, MLA v0.4.6+, dtype v0.5.13+, label v0.5.17+)",
             "KV Cache is allocated. #tokens: 1743556, K size: 29.93 GB, V size: 29.93 GB", {"pool": "kv"}),
+    # v0.5.18 reserves virtual address space before sizing the pool: the same sizes, but not an allocation.
+    Pattern("kv_cache_va_upper_bound", "kv_cache",
+            r"(?:(?P<label>\w+) )?KV Cache VA upper bound\. " + KV_SIZES,
+            "v0.5.18",
+            "KV Cache VA upper bound. dtype: torch.bfloat16, #tokens: 100, KV size: 1.00 GB",
+            {"pool": "kv", "va_upper_bound": "true"}),
+    # A checkpoint tensor the model has no parameter for (FP8 k/v scales of many checkpoints): one line
+    # per layer, so one kind whatever the layer; the skipped name is the detail.
+    Pattern("param_not_loaded", "notices",
+            r"Parameter (?P<detail>\S+)(?: \(mapped to (?P<origin>\S+)\))? not found in params_dict", "v0.4+",
+            "Parameter model.layers.3.self_attn.k_scale not found in params_dict, skip loading", {"topic": "weights"}),
     Pattern("kv_cache_post_capture", "kv_cache",
             r"Post-capture KV sizing: KV cache allocated\. dtype: (?P<dtype>[\w.]+), #tokens: (?P<tokens>\d+), "
             rf"KV size: {num('kv_size_gib')} GB, avail mem={num('avail_mem_gib')} GB",

@@ -422,19 +422,19 @@ def _echo_text(args: list[str]) -> str:
     return " ".join(args) + newline
 
 
-def _produced_text(words: list[str], command: SimpleCommand) -> str | None:
-    """What a pipeline stage prints when the command text holds it: `cat <<EOF`, `echo ...`."""
+def _produced_text(words: list[str], stdin: str | None) -> str | None:
+    """What a pipeline stage prints when the command text holds it: `cat` of a known stdin, `echo ...`."""
     if not words:
         return None
     name = program_name(words[0])
     if name == "cat" and len(words) == 1:
-        return _stdin_body(command)
+        return stdin
     if name == "echo":
         return _echo_text(words[1:])
     return None
 
 
-def _redirect_writes(command: SimpleCommand, words: list[str]) -> list[FileWrite]:
+def _redirect_writes(command: SimpleCommand, words: list[str], stdin: str | None) -> list[FileWrite]:
     writes = []
     for redirect in command.redirects:
         writes_stdout = redirect.op in (">", ">>", ">|") and redirect.fd in (None, 1)
@@ -447,7 +447,7 @@ def _redirect_writes(command: SimpleCommand, words: list[str]) -> list[FileWrite
         writes.append(
             FileWrite(
                 path=redirect.target,
-                content=_produced_text(words, command),
+                content=_produced_text(words, stdin),
                 method=method,
                 append=redirect.op in (">>", "&>>"),
             )
@@ -468,13 +468,14 @@ def _tee_writes(args: list[str], sudo: bool, content: str | None) -> list[FileWr
     return [FileWrite(path=p, content=content, method=method, append=append) for p in paths]
 
 
-def _pipeline_writes(pipeline: Pipeline, depth: int) -> list[FileWrite]:
+def _pipeline_writes(pipeline: Pipeline, depth: int, stdin: str | None = None) -> list[FileWrite]:
+    """The files a pipeline writes; `stdin` is the text it reads, when known (an ssh command's heredoc)."""
     writes: list[FileWrite] = []
-    upstream: str | None = None  # text piped in from the previous stage, when known
-    for index, command in enumerate(pipeline.commands):
+    upstream = stdin  # text piped in from the previous stage, when known
+    for command in pipeline.commands:
         words, sudo = strip_command_prefixes(command.words)
         own_stdin = _stdin_body(command)
-        stdin = own_stdin if own_stdin is not None else (upstream if index else None)
+        stdin = own_stdin if own_stdin is not None else upstream
         name = program_name(words[0]) if words else ""
         if name == "tee":
             writes += _tee_writes(words[1:], sudo, stdin)
@@ -482,13 +483,41 @@ def _pipeline_writes(pipeline: Pipeline, depth: int) -> list[FileWrite]:
             writes += _script_writes(script, depth + 1)
         elif depth < _MAX_DEPTH and stdin is not None and _is_bare_shell(words):
             writes += _script_writes(stdin, depth + 1)  # `bash -s <<'EOF' ... EOF`
-        writes += _redirect_writes(command, words)
-        upstream = _produced_text(words, command)
+        writes += _redirect_writes(command, words, stdin)
+        upstream = _produced_text(words, stdin)
     return writes
 
 
 def _script_writes(script: str, depth: int) -> list[FileWrite]:
     return [w for p in parse_script(script) for w in _pipeline_writes(p, depth)]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Configuration the command prints (read, not written)
+# ---------------------------------------------------------------------------------------------------------
+
+ConfigSource = Literal["unit_read", "process_args"]
+
+
+def config_reads(command: str) -> list[tuple[ConfigSource, str | None]]:
+    """What configuration a step prints, so that its output shows the state before the agent changed it:
+    `systemctl cat UNIT` and `cat /etc/systemd/system/UNIT` (a unit file, with the path when the command
+    names it) and `ps` (the running server's command line)."""
+    reads: list[tuple[ConfigSource, str | None]] = []
+    for pipeline in parse_script(command):
+        for simple in pipeline.commands:
+            words, _sudo = strip_command_prefixes(simple.words)
+            name = program_name(words[0]) if words else ""
+            if name == "systemctl" and "cat" in words[1:]:
+                reads.append(("unit_read", None))  # systemctl prints each file's path as a comment
+            elif name == "cat":
+                reads += [("unit_read", w) for w in words[1:] if w.endswith(_UNIT_SUFFIXES)]
+            elif name == "ps":
+                reads.append(("process_args", None))
+    return reads
+
+
+_UNIT_SUFFIXES = (".service", ".conf")
 
 
 def file_write_from_tool(tool: str, tool_input: Mapping[str, object]) -> FileWrite | None:
@@ -558,13 +587,13 @@ def _ssh_target(command: SimpleCommand) -> _SshTarget | None:
     return _parse_ssh(strip_command_prefixes(command.words)[0])
 
 
-def _remote_script(target: _SshTarget, command: SimpleCommand) -> str:
+def _remote_script(target: _SshTarget, stdin: str | None) -> tuple[str, str | None]:
+    """The script the remote shell runs and the text on its standard input (ssh's own stdin)."""
     # ssh joins its command words with spaces and hands the result to the remote shell.
     remote = " ".join(target.remote_words)
-    stdin = _stdin_body(command)
     if stdin is not None and (not remote or _is_bare_shell(target.remote_words)):
-        return stdin  # `ssh host bash -s <<'EOF' ... EOF`: the heredoc is the remote script
-    return remote
+        return stdin, None  # `ssh host bash -s <<'EOF' ... EOF`: the heredoc is the remote script
+    return remote, stdin
 
 
 def _sole_shell_script(pipelines: list[Pipeline]) -> str | None:
@@ -577,18 +606,22 @@ def _sole_shell_script(pipelines: list[Pipeline]) -> str | None:
     return shell_c_script(strip_command_prefixes(command.words)[0])
 
 
-def _steps(script: str, host: str | None, user: str | None, depth: int) -> list[ShellStep]:
+def _steps(script: str, host: str | None, user: str | None, depth: int,
+           stdin: str | None = None) -> list[ShellStep]:
+    """The steps of `script`, run on `host`; `stdin` is the text the script reads, when known (what
+    was sent into `ssh host CMD`), read by its first pipeline."""
     pipelines = parse_script(script)
     inner = _sole_shell_script(pipelines)
     if inner is not None and depth < _MAX_DEPTH:
-        return _steps(inner, host, user, depth + 1)
+        return _steps(inner, host, user, depth + 1, stdin)
+    first = pipelines[0] if pipelines else None
     steps: list[ShellStep] = []
     local_run: list[Pipeline] = []
 
     def flush_local_run() -> None:
         if local_run:
             text = script[local_run[0].start : local_run[-1].end].strip()
-            writes = [w for p in local_run for w in _pipeline_writes(p, depth)]
+            writes = [w for p in local_run for w in _pipeline_writes(p, depth, stdin if p is first else None)]
             steps.append(ShellStep(host, user, text, writes))
             local_run.clear()
 
@@ -598,19 +631,27 @@ def _steps(script: str, host: str | None, user: str | None, depth: int) -> list[
             local_run.append(pipeline)
             continue
         flush_local_run()
+        upstream = stdin if pipeline is first else None  # what each stage reads, when known
         for command, target in targets:
+            own = _stdin_body(command)
+            received = own if own is not None else upstream
             if target is not None:
-                steps += _ssh_steps(target, command, depth)
+                steps += _ssh_steps(target, depth, received)
+                upstream = None
+            else:
+                upstream = _produced_text(strip_command_prefixes(command.words)[0], received)
         steps += _local_part_of_ssh_pipeline(script, pipeline, targets, host, user, depth)
     flush_local_run()
     return steps
 
 
-def _ssh_steps(target: _SshTarget, command: SimpleCommand, depth: int) -> list[ShellStep]:
-    remote = _remote_script(target, command)
+def _ssh_steps(target: _SshTarget, depth: int, stdin: str | None) -> list[ShellStep]:
+    """The steps ssh runs on its host; `stdin` (a heredoc, or what was piped into ssh) is the remote
+    command's standard input, or the remote script itself for a bare `ssh host` or `ssh host bash -s`."""
+    remote, remote_stdin = _remote_script(target, stdin)
     if not remote.strip():
         return [ShellStep(target.host, target.user, "", [])]  # interactive login
-    return _steps(remote, target.host, target.user, depth + 1)
+    return _steps(remote, target.host, target.user, depth + 1, remote_stdin)
 
 
 def _local_part_of_ssh_pipeline(
@@ -623,7 +664,7 @@ def _local_part_of_ssh_pipeline(
 ) -> list[ShellStep]:
     """`ssh h 'cmd' | grep x > out.txt`: the grep and the redirect run where ssh was started."""
     local_commands = [c for c, t in targets if t is None]
-    local_writes = [w for c, t in targets if t is not None for w in _redirect_writes(c, [])]
+    local_writes = [w for c, t in targets if t is not None for w in _redirect_writes(c, [], None)]
     if local_commands:
         local_writes += _pipeline_writes(Pipeline(local_commands), depth)
     if not local_commands and not local_writes:

@@ -1,5 +1,6 @@
 -- commands: the shell commands agents ran, split per host (`ssh user@host '...'` becomes a step on
 -- that host), with the files each step wrote (heredocs, tee, redirects, write/edit tools).
+-- Columns: message_index, host, exit_code, command
 -- Parameters: $session (session id, NULL for all).
 SELECT
     c.session_id,

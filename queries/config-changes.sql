@@ -1,6 +1,8 @@
 -- config-changes: every server configuration an agent wrote (a systemd unit file or a launch
--- command), typed like a server_args dump, with what it changed against the previous write of the
--- same file on the same host (the first write of a file is compared with nothing).
+-- command) or saw (`origin` unit_read: the output of `systemctl cat` or `cat` of a unit file;
+-- process_args: a server in `ps` output), typed like a server_args dump, with what it changed against
+-- the previous snapshot of the same file on the same host (the first one is compared with nothing).
+-- Columns: message_index, origin, host, path, changed
 -- Parameters: $session (session id, NULL for all).
 WITH snapshots AS (
     SELECT c.*, lag(c.args) OVER (PARTITION BY c.session_id, c.host, c.path ORDER BY c.message_index, c.call_id)

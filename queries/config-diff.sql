@@ -2,6 +2,7 @@
 --
 -- Values are typed as the `server_args=ServerArgs(...)` dump prints them (bool, int, float, None,
 -- lists, strings), defaults included, so an unpinned `random_seed` shows up as a change too.
+-- Columns: source, from_run, to_run, key, old, new
 -- Parameters: $source (display name or path, NULL for all), $run (the later run's ordinal).
 SELECT
     s.display AS source,

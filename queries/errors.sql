@@ -3,6 +3,7 @@
 --
 -- `error_kind` is oom (CUDA/NPU out of memory), host_memory (HiCache asked for more pinned host
 -- memory than was free), abort (C++ terminate) or exception.
+-- Columns: source, run, rank, error_kind, last_line
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
 SELECT
     s.display AS source,

@@ -4,6 +4,7 @@
 -- carry every value written; `changed` lists the written keys whose value differs from the run
 -- before it, as [old, new]. Write times are converted to the journal's local time with the offset
 -- in `session_clock` (inferred from journal lines the agent saw, or --tz).
+-- Columns: message_index, changed, run, run_end_reason
 -- Parameters: $session (session id, NULL for all), $source (display name or path, NULL for all).
 SELECT
     l.session_id AS session,

@@ -5,7 +5,9 @@
 -- host memory can take minutes); CUDA graph capture; draft model weights and graphs (speculative
 -- decoding), each rank's own; the HiCache host pool is timed from the rank's `Allocating` line to the
 -- HTTP server starting (SGLang pins the host memory in between); then warmup until the server is ready. `slowest` marks the rank that finished its
--- startup last: the one the whole server waited for.
+-- startup last: the one the whole server waited for. `phase_order` lists the rank's phases (by column name)
+-- in the order the log shows them begin, for charts.
+-- Columns: source, run, rank, weights_s, cuda_graph_s, total_s, slowest
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
 WITH selected AS (
     SELECT r.*, s.display AS source FROM runs AS r JOIN sources AS s USING (source_id)
@@ -40,6 +42,7 @@ per_rank AS (
         sum(elapsed_s) FILTER (kind = 'cuda_graph_end' AND model_role = 'target') AS graph_s,
         max(ts) FILTER (kind = 'cuda_graph_end' AND model_role = 'target') AS graph_end,
         min(ts) FILTER (kind = 'load_weight_begin' AND model_role = 'draft') AS draft_begin,
+        min(ts) FILTER (kind = 'cuda_graph_begin' AND model_role = 'draft') AS draft_graph_begin,
         max(elapsed_s) FILTER (kind = 'load_weight_end' AND model_role = 'draft') AS draft_weights_s,
         sum(elapsed_s) FILTER (kind = 'cuda_graph_end' AND model_role = 'draft') AS draft_graph_s,
         max(ts) FILTER (kind <> 'hicache_host_alloc') AS last_startup_event
@@ -61,7 +64,14 @@ SELECT
     round(p.draft_graph_s, 2) AS draft_graph_s,
     round(epoch(sel.ready_at) - epoch(u.server_up_at), 2) AS warmup_s,
     round(epoch(sel.ready_at) - epoch(sel.started_at), 2) AS total_s,
-    p.last_startup_event = max(p.last_startup_event) OVER (PARTITION BY sel.source_id, sel.ordinal) AS slowest
+    p.last_startup_event = max(p.last_startup_event) OVER (PARTITION BY sel.source_id, sel.ordinal) AS slowest,
+    -- The phases this rank went through, named by their columns, in the order the log shows them begin.
+    list_transform(list_sort(list_filter([
+        {'at': sel.started_at, 'phase': 'to_init_s'}, {'at': p.init_begin, 'phase': 'init_s'},
+        {'at': p.weights_begin, 'phase': 'weights_s'}, {'at': p.weights_end, 'phase': 'kv_pool_s'},
+        {'at': p.host_alloc_at, 'phase': 'host_cache_s'}, {'at': p.graph_begin, 'phase': 'cuda_graph_s'},
+        {'at': p.draft_begin, 'phase': 'draft_weights_s'}, {'at': p.draft_graph_begin, 'phase': 'draft_graph_s'},
+        {'at': u.server_up_at, 'phase': 'warmup_s'}], lambda x: x.at IS NOT NULL)), lambda x: x.phase) AS phase_order
 FROM selected AS sel
 JOIN per_rank AS p ON p.source_id = sel.source_id AND p.run = sel.ordinal
 LEFT JOIN server_up AS u ON u.source_id = sel.source_id AND u.run = sel.ordinal

@@ -5,11 +5,19 @@
 -- as rest = avail after weights - memory before load x (1 - mem_fraction_static); `kv_formula_gib`
 -- is that figure computed from the log, beside the KV size SGLang logged, so a reader sees whether
 -- the numbers add up (`kv_gap_gib` near 0) or something else (draft model, page alignment,
--- --max-total-tokens) took a share. HiCache host pools are in decimal GB as logged, and in GiB.
+-- --max-total-tokens) took a share; `kv_gap_cause` says in words what explains a gap where the log
+-- shows it (the pool was capped by --max-total-tokens, Mamba state or a draft model shares the budget,
+-- the run never allocated a pool). HiCache host pools are in decimal GB as logged, and in GiB.
+--
+-- The 'all ranks' row sums what adds up across ranks (GiB and GB on each rank's device or host);
+-- per-rank invariants are not summed: `kv_tokens` is left empty (every rank's pool holds its own
+-- share of the same tokens) and `mem_fraction_static` and `host_free_gb` are the ranks' common value.
+-- Columns: source, run, rank, weights_gib, kv_gib, kv_formula_gib, kv_gap_gib, kv_gap_cause
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
 WITH selected AS (
     SELECT r.*, s.display AS source,
-           TRY_CAST(json_extract(c.args, '$.mem_fraction_static') AS DOUBLE) AS mem_fraction_static
+           TRY_CAST(json_extract(c.args, '$.mem_fraction_static') AS DOUBLE) AS mem_fraction_static,
+           TRY_CAST(json_extract(c.args, '$.max_total_tokens') AS BIGINT) AS max_total_tokens
     FROM runs AS r JOIN sources AS s USING (source_id) LEFT JOIN configs AS c USING (config_id)
     WHERE ($source IS NULL OR s.display = $source OR s.path = $source)
       AND ($run IS NULL OR r.ordinal = $run)
@@ -46,7 +54,7 @@ capacity AS (
     FROM capacity_by_run GROUP BY ALL
 ),
 per_rank AS (
-    SELECT sel.source, sel.source_id, sel.ordinal AS run, w.rank, w.dp, w.pp, w.tp,
+    SELECT sel.source, sel.source_id, sel.ordinal AS run, w.rank, w.dp, w.pp, w.tp, sel.max_total_tokens,
         w.before_load_gib, w.weights_gib, w.after_weights_gib, sel.mem_fraction_static,
         w.before_load_gib * (1 - sel.mem_fraction_static) AS reserve_gib,
         w.after_weights_gib - w.before_load_gib * (1 - sel.mem_fraction_static) AS kv_formula_gib,
@@ -64,9 +72,9 @@ per_rank AS (
 with_totals AS (
     SELECT *, 0 AS is_total FROM per_rank
     UNION ALL
-    SELECT any_value(source), source_id, run, 'all ranks', NULL, NULL, NULL,
+    SELECT any_value(source), source_id, run, 'all ranks', NULL, NULL, NULL, any_value(max_total_tokens),
         sum(before_load_gib), sum(weights_gib), sum(after_weights_gib), any_value(mem_fraction_static),
-        sum(reserve_gib), sum(kv_formula_gib), sum(kv_tokens)::BIGINT, sum(kv_gib), sum(mamba_state_gib),
+        sum(reserve_gib), sum(kv_formula_gib), NULL, sum(kv_gib), sum(mamba_state_gib),
         sum(draft_weights_gib), sum(draft_kv_gib), sum(cuda_graph_gib), sum(final_available_gib),
         sum(host_cache_gb), sum(host_cache_gib), sum(host_requested_gb), any_value(host_free_gb), 1
     FROM per_rank GROUP BY source_id, run
@@ -81,6 +89,19 @@ SELECT source, run, rank,
     round(kv_gib, 2) AS kv_gib,
     round(kv_formula_gib, 2) AS kv_formula_gib,
     round(kv_formula_gib - kv_gib, 2) AS kv_gap_gib,
+    CASE
+        WHEN kv_gib IS NULL THEN 'no KV pool: the run ended before allocating it'
+        WHEN kv_formula_gib IS NULL THEN 'no formula: mem_fraction_static or the weight-load figures are missing'
+        WHEN abs(kv_formula_gib - kv_gib) <= greatest(0.05, 0.01 * kv_gib) THEN 'matches the formula'
+        WHEN max_total_tokens IS NOT NULL AND kv_gib < kv_formula_gib
+            THEN '--max-total-tokens ' || max_total_tokens || ' caps the pool below the formula'
+        WHEN mamba_state_gib > 0 AND kv_gib < kv_formula_gib
+            THEN 'Mamba state (' || round(mamba_state_gib, 2) || ' GiB) comes out of the same budget'
+        WHEN draft_kv_gib > 0 AND kv_gib < kv_formula_gib
+            THEN 'the draft model''s KV pool (' || round(draft_kv_gib, 2) || ' GiB) shares the budget'
+        WHEN draft_kv_gib > 0
+            THEN 'speculative decoding: SGLang adds room for draft and verify tokens'
+    END AS kv_gap_cause,
     round(mamba_state_gib, 2) AS mamba_state_gib,
     round(draft_weights_gib, 2) AS draft_weights_gib,
     round(draft_kv_gib, 2) AS draft_kv_gib,

@@ -1,5 +1,6 @@
 -- requests: each thing the user asked the agent, and what the agent did until the next request:
 -- tool calls, commands per host, files written, configuration changes and the runs they started.
+-- Columns: message_index, asked_at_utc, request, tool_calls
 -- Parameters: $session (session id, NULL for all).
 WITH user_messages AS (
     SELECT session_id, idx, id, created_at, text,

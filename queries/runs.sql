@@ -1,16 +1,14 @@
--- runs: one row per server run (process lifetime): when it started, became ready and ended, why it
--- ended, what it loaded, what memory it used and how much it served.
+-- runs: one row per server run (one launch and its worker processes): when it started, became
+-- ready and ended, why it ended, what it loaded, what memory it used and how much it served.
 --
 -- Per-rank figures are rank 0's (TP0, or the untagged rank of a TP=1 server); `host_cache_gb_total`
 -- sums every rank. `weights_*` and `kv_*` are the target model's; the draft model (speculative
 -- decoding) is the rank's second weight load. Memory in GiB (SGLang prints "GB" for GiB on the
 -- device); HiCache host memory in decimal GB as SGLang prints it.
+-- Columns: source, ordinal, end_reason, end_detail
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
 WITH selected_runs AS (
-    -- Times to the second, as journalctl's default output shows them, whatever the input's precision.
-    SELECT r.* REPLACE (date_trunc('second', r.started_at) AS started_at, date_trunc('second', r.ready_at) AS ready_at,
-                        date_trunc('second', r.ended_at) AS ended_at),
-           s.display AS source
+    SELECT r.*, s.display AS source
     FROM runs AS r
     JOIN sources AS s USING (source_id)
     WHERE ($source IS NULL OR s.display = $source OR s.path = $source)

@@ -3,6 +3,7 @@
 --
 -- `cache_hit_share` is cached / (cached + new) prefill tokens; throughput figures are SGLang's own
 -- per-interval `gen throughput (token/s)`, so percentiles are over log intervals, not requests.
+-- Columns: source, run, http_requests, cache_hit_share, decode_tok_s_p50
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
 WITH selected AS (
     SELECT r.source_id, r.ordinal AS run, s.display AS source

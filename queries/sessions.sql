@@ -3,6 +3,7 @@
 --
 -- Tokens are summed the way each format requires (opencode step-finish parts, Claude Code once
 -- per message id, Codex deltas of the running total); `input_tokens` excludes cached input.
+-- Columns: id, format, messages, n_tool_calls
 -- Parameters: $session (session id, NULL for all).
 WITH calls AS (
     SELECT session_id, json_group_object(tool, n) AS tool_calls, sum(n)::BIGINT AS n_tool_calls

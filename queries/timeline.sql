@@ -3,6 +3,7 @@
 -- Server events are typed log lines (per-batch stats, access lines and progress bars included;
 -- blank lines left out) in the journal's local time. Agent messages and tool calls are shifted
 -- from UTC into that local time with each session's offset from `session_clock`.
+-- Columns: ts, kind, text
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all),
 -- $session (session id, NULL for all).
 WITH server AS (

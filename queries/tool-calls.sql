@@ -1,5 +1,9 @@
 -- tool-calls: every tool call an agent made, in order: tool, status, exit code, duration, and the
 -- command or the first line of its input.
+--
+-- `ended_by` says what ended a call that did not end by itself: timeout, interrupt or denied (its
+-- status is then error).
+-- Columns: message_index, tool, status, ended_by, exit_code, input_summary
 -- Parameters: $session (session id, NULL for all).
 SELECT
     t.session_id,
@@ -10,6 +14,7 @@ SELECT
     t.status,
     t.exit_code,
     t.is_error,
+    t.ended_by,
     t.started_at AS started_at_utc,
     round(t.duration_s, 3) AS duration_s,
     left(coalesce(json_extract_string(t.input, '$.command'), json_extract_string(t.input, '$.cmd'),

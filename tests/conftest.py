@@ -38,6 +38,15 @@ def shared_path(*parts: str) -> Path:
 
 
 @pytest.fixture(scope="session")
+def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A database of the bundled example (journal and transcript), built once; open it read-only."""
+    db = tmp_path_factory.mktemp("demo") / "demo.duckdb"
+    demo = REPO / "examples" / "demo"
+    api.ingest([str(demo / "journal.txt"), str(demo / "session.opencode.json")], db=db)
+    return db
+
+
+@pytest.fixture(scope="session")
 def ingested(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., duckdb.DuckDBPyConnection]:
     """ingested(path, ...) -> read-only connection to a database holding those inputs (cached)."""
     cache: dict[tuple[str, ...], Path] = {}

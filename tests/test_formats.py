@@ -185,3 +185,67 @@ def test_a_number_reads_alike_on_the_block_and_the_line_by_line_paths(text: str 
     """Ranks and PIDs are read by `bounded_ints` in blocks and `bounded_int` line by line: one rule."""
     limit = 32768
     assert bounded_int(text, limit) == bounded_ints(pa.array([text], pa.string()), limit)[0].as_py()
+
+
+def test_every_group_and_constant_of_a_pattern_is_a_column_of_its_table() -> None:
+    """The format table and the event tables name each field once: a group with no column would be lost."""
+    from logmine.parsers.events import COMMON_COLUMNS, TABLES_BY_NAME
+
+    missing = []
+    for p in formats.ALL_PATTERNS:
+        table = TABLES_BY_NAME.get(p.table)
+        if table is None:
+            missing.append((p.kind, p.table, "no such table"))
+            continue
+        fields = [g for g in re.compile(p.regex).groupindex if not g.startswith("_")] + list(p.const)
+        missing += [(p.kind, p.table, f) for f in fields if f not in table.columns and f not in COMMON_COLUMNS]
+    assert missing == []
+
+
+def test_storing_a_column_the_table_lacks_is_an_error() -> None:
+    from logmine.store import typed_table
+
+    with pytest.raises(ValueError, match="not in the table"):
+        typed_table(pa.table({"tokens": ["1"], "va": ["VA upper bound"]}), {"tokens": "BIGINT"})
+
+
+def test_a_kv_address_space_bound_is_not_the_kv_pool(tmp_path: Path) -> None:
+    con = ingest_lines(tmp_path, [
+        "[2026-03-01 10:00:00 TP0] KV Cache VA upper bound. dtype: torch.bfloat16, #tokens: 100, KV size: 1.00 GB",
+        "[2026-03-01 10:00:01 TP0] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 90, KV size: 0.90 GB",
+    ])
+    rows = con.execute("SELECT kind, tokens, kv_size_gib, va_upper_bound FROM kv_cache ORDER BY line_no").fetchall()
+    assert rows == [("kv_cache_va_upper_bound", 100, 1.0, True), ("kv_cache_allocated", 90, 0.9, None)]
+    assert api.runs(con)["kv_tokens"].tolist() == [90]
+
+
+def test_a_key_another_batch_kind_has_a_column_for_is_kept_in_extra(tmp_path: Path) -> None:
+    con = ingest_lines(tmp_path, [
+        "[2026-03-01 10:00:00 TP0] Prefill batch, #new-seq: 1, #new-token: 7, #cached-token: 0, token usage: 0.00, "
+        "#running-req: 0, #queue-req: 0, accept len: 2.50, input throughput (token/s): 0.53, cuda graph: False",
+    ])
+    assert con.execute("SELECT new_tokens, extra FROM prefill_batches").fetchall() == [(7, {"accept len": "2.50"})]
+
+
+def test_an_empty_group_is_null_on_the_block_and_the_line_by_line_paths(tmp_path: Path) -> None:
+    """RE2 cannot tell an empty group from one that did not take part: both are NULL, whichever path reads it."""
+    con = ingest_lines(tmp_path, [
+        '[2026-03-01 10:00:00] 127.0.0.1:5 - "GET /health HTTP/1.1" 200 ',
+        '[2026-03-01 10:00:01] 127.0.0.1:5 - "GET /health HTTP/1.1" 200',
+        '[2026-03-01 10:00:02] höst:5 - "GET /health HTTP/1.1" 200 ',  # non-ASCII: read by Python `re`
+    ])
+    assert con.execute("SELECT status, reason FROM http_requests ORDER BY line_no").fetchall() == [(200, None)] * 3
+
+
+def test_a_checkpoint_tensor_without_parameter_is_one_kind_whatever_its_layer(tmp_path: Path) -> None:
+    con = ingest_lines(tmp_path, [
+        "[2026-03-01 10:00:00 TP0] Parameter model.layers.7.self_attn.k_scale not found in params_dict",
+        "[2026-03-01 10:00:00 TP1] Parameter model.layers.12.self_attn.v_scale not found in params_dict, skip loading",
+        "[2026-03-01 10:00:01 TP0] Parameter layers.3.mlp.gate.weight (mapped to layers.3.mlp.gate.w) "
+        "not found in params_dict, skip loading",
+    ])
+    assert con.execute("SELECT kind, topic, detail, origin FROM notices ORDER BY line_no").fetchall() == [
+        ("param_not_loaded", "weights", "model.layers.7.self_attn.k_scale", None),
+        ("param_not_loaded", "weights", "model.layers.12.self_attn.v_scale", None),
+        ("param_not_loaded", "weights", "layers.3.mlp.gate.weight", "layers.3.mlp.gate.w"),
+    ]

@@ -213,8 +213,28 @@ def test_stdin_and_json_summary_contract(tmp_path: Path) -> None:
     again = json.loads(run_cli("ingest", "-", "--db", db, "--json", stdin=text).stdout)
     assert again["lines_read"] == 0
     unparsed = json.loads(run_cli("unparsed", "--db", db, "--format", "json").stdout)
-    assert unparsed == [{"template": "an unknown line <n>", "count": 1, "example": "an unknown line 42",
-                         "source": "<stdin>", "line": 5}]
+    assert unparsed == [{"template": "an unknown line <n>", "count": 1, "variants": 1,
+                         "example": "an unknown line 42", "source": "<stdin>", "line": 5, "template_id": 1}]
+
+
+def test_variants_of_one_unknown_message_are_one_template_whose_id_stays_across_ingests(tmp_path: Path) -> None:
+    """Drain3 groups keys that differ in a word; its state is kept in the database."""
+    first, second = tmp_path / "a.log", tmp_path / "b.log"
+    first.write_text("[2026-03-01 10:00:00 TP0] Widget gamma.k_scale missing in table\n"
+                     "[2026-03-01 10:00:01 TP0] Something else entirely happened here\n")
+    second.write_text("[2026-03-01 10:00:02 TP1] Widget gamma.v_scale missing in table\n"
+                      "[2026-03-01 10:00:03 TP1] Widget delta.k_scale missing in table\n")
+    db = tmp_path / "t.duckdb"
+    api.ingest([str(first)], db=db)
+    with api.open_db(db) as con:
+        before = {r.template: r.template_id for r in api.unparsed(con).itertuples()}
+    api.ingest([str(second)], db=db)
+    with api.open_db(db) as con:
+        after = api.unparsed(con)
+    widget = after[after["template"].str.startswith("[…] Widget")].iloc[0]
+    assert (widget["template"], widget["count"], widget["variants"]) == ("[…] Widget <*> missing in table", 3, 3)
+    assert widget["template_id"] == before["[…] Widget gamma.k_scale missing in table"]
+    assert len(after) == 2
 
 
 def test_a_failing_ingest_leaves_the_database_as_it_was(tmp_path: Path) -> None:

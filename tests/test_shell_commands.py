@@ -261,3 +261,25 @@ def test_kimi_unit_file_flags_agree_with_the_servers_dump():
     for unit, dump in zip(units, dumps[1:], strict=True):
         config = config_from_unit_or_command(unit)
         assert config == {key: dump[key] for key in config}
+
+
+# --- what is sent into ssh is the remote command's standard input ---------------------------------------
+
+UNIT_TEXT = "[Service]\nExecStart=/usr/bin/python3 -m sglang.launch_server --hicache-ratio 4\n"
+
+
+@pytest.mark.parametrize("command, method", [
+    (f"ssh kimi-node \"sudo tee /etc/systemd/system/x.service\" <<'EOF'\n{UNIT_TEXT}EOF", "sudo tee"),
+    (f"ssh kimi-node 'cat > /etc/systemd/system/x.service' <<EOF\n{UNIT_TEXT}EOF", "redirect"),
+    (f"cat <<'EOF' | ssh kimi-node 'sudo tee /etc/systemd/system/x.service > /dev/null'\n{UNIT_TEXT}EOF",
+     "sudo tee"),
+    (f"ssh kimi-node bash -lc \"'tee /etc/systemd/system/x.service'\" <<'EOF'\n{UNIT_TEXT}EOF", "tee"),
+])
+def test_a_heredoc_sent_into_ssh_is_the_remote_writers_content(command: str, method: str) -> None:
+    writes = [(s.host, w) for s in split_command(command) for w in s.writes]
+    assert writes == [("kimi-node", FileWrite("/etc/systemd/system/x.service", UNIT_TEXT, method))]
+
+
+def test_a_heredoc_into_a_bare_remote_shell_is_its_script_not_its_input() -> None:
+    steps = split_command(f"ssh kimi-node bash -s <<'EOF'\ncat > /tmp/u <<'X'\n{UNIT_TEXT}X\nEOF")
+    assert [(s.host, w.path, w.content) for s in steps for w in s.writes] == [("kimi-node", "/tmp/u", UNIT_TEXT)]

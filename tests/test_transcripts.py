@@ -505,3 +505,100 @@ def test_opencode_concat_stream_with_a_broken_object(tmp_path):
     assert summary.messages[0].cost_usd == 0.5
     parts = [record for record in opencode.read(path) if isinstance(record, Part)]
     assert [(part.id, part.message_id, part.type) for part in parts] == [("prt_2", "msg_1", "step-finish")]
+
+
+# ------------------------------------------------------------------------ calls that did not end by themselves
+
+
+@pytest.mark.parametrize("output, cause", [
+    ("Loading weights...\n\n<bash_metadata>\nbash tool terminated command after exceeding timeout 20000 ms\n"
+     "</bash_metadata>", "timeout"),
+    ("(no output)\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout 120000 ms. If this "
+     "command is expected to take longer ...\n</shell_metadata>", "timeout"),
+    ("partial\n\n<bash_metadata>\nUser aborted the command\n</bash_metadata>", "interrupt"),
+    ("Command timed out after 2m 0.0s", "timeout"),
+    ("[Request interrupted by user for tool use]", "interrupt"),
+    ("The user doesn't want to proceed with this tool use. The tool use was rejected (eg. ...)", "denied"),
+    ("Permission to use Bash has been denied.", "denied"),
+    ("exec command rejected by user", "denied"),
+    ("curl: (28) Connection timed out after 5001 milliseconds", None),  # the command's own words
+    ("Command timed out after 3 tries? no: the script printed this\nUser aborted the command here", "timeout"),
+])
+def test_a_call_ended_by_a_timeout_interrupt_or_denial_is_an_error(output: str, cause: str | None) -> None:
+    from logmine.parsers.transcripts.common import classify_ending
+
+    call = ToolCall("s", "m", 0, "c", "bash", output=output, status="completed", is_error=False)
+    classify_ending(call)
+    assert (call.ended_by, call.status, call.is_error) == (
+        (cause, "error", True) if cause else (None, "completed", False))
+
+
+def test_claude_interrupted_bash_is_stored_as_interrupted(tmp_path):
+    from logmine import api
+
+    tool_use = {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "sleep 999"}}
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "partial output"}
+    path = write_lines(tmp_path / "s1.jsonl", [
+        claude_line("user", "u1", "2026-01-01T00:00:00Z", {"role": "user", "content": "go"}),
+        claude_line("assistant", "a1", "2026-01-01T00:00:01Z", assistant_block(tool_use, 9)),
+        claude_line("user", "u2", "2026-01-01T00:00:09Z", {"role": "user", "content": [result]},
+                    toolUseResult={"stdout": "partial output", "stderr": "", "interrupted": True}),
+    ])
+    api.ingest([str(path)], db=tmp_path / "t.duckdb")
+    with api.open_db(tmp_path / "t.duckdb") as con:
+        calls = api.query(con, "tool-calls")
+    assert calls[["tool", "status", "is_error", "ended_by"]].values.tolist() == [["Bash", "error", True, "interrupt"]]
+
+
+def test_a_subagent_transcript_without_its_parents_folder_is_a_child_session_not_a_duplicate(tmp_path):
+    """Recognised from its own records (every message a side chain of one agent), wherever the file lies."""
+    from logmine import api
+
+    parent = write_lines(tmp_path / "parent" / "s1.jsonl", [
+        claude_line("user", "u1", "2026-01-01T00:00:00Z", {"role": "user", "content": "go"}),
+        claude_line("user", "u9", "2026-01-01T00:00:05Z", {"role": "user", "content": "aside"},
+                    isSidechain=True, agentId="old"),  # older files keep side chains among the main lines
+    ])
+    child = write_lines(tmp_path / "elsewhere" / "copied-subagent.jsonl", [
+        claude_line("user", f"x{i}", f"2026-01-01T00:00:0{i}Z", {"role": "user", "content": f"step {i}"},
+                    isSidechain=True, agentId="abc123")
+        for i in range(1, 4)
+    ])
+    report = api.ingest([str(parent), str(child)], db=tmp_path / "t.duckdb")
+    assert [t.status for t in report.transcripts] == ["new", "new"]
+    with api.open_db(tmp_path / "t.duckdb") as con:
+        sessions = con.execute("SELECT id, parent_id, (SELECT count(*) FROM messages m WHERE m.session_id = s.id) "
+                               "FROM sessions s ORDER BY id").fetchall()
+    assert sessions == [("s1", None, 2), ("s1:agent-abc123", "s1", 3)]
+
+
+def test_a_unit_file_the_agent_printed_is_the_state_its_first_write_changed(tmp_path):
+    """`systemctl cat` before the first write: the write's change is known, and a read links no run."""
+    from logmine import api
+
+    unit = "[Service]\nExecStart=/usr/bin/python3 -m sglang.launch_server --model-path /m --hicache-ratio {}\n"
+    cat_call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ssh node systemctl cat x"}}
+    ps_call = {"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "ssh node 'ps -eo args'"}}
+    write_call = {"type": "tool_use", "id": "t3", "name": "Bash", "input": {
+        "command": "ssh node 'sudo tee /etc/systemd/system/x.service' <<'EOF'\n" + unit.format(4) + "EOF"}}
+    results = [
+        ("t1", "# /etc/systemd/system/x.service\n[Unit]\nDescription=x\n\n" + unit.format(2)),
+        ("t2", "ARGS\n/usr/bin/python3 -m sglang.launch_server --model-path /m --hicache-ratio 2\nbash\n"),
+        ("t3", unit.format(4)),
+    ]
+    lines = [claude_line("user", "u0", "2026-01-01T00:00:00Z", {"role": "user", "content": "raise the ratio"})]
+    for i, (call, (call_id, output)) in enumerate(zip([cat_call, ps_call, write_call], results, strict=True)):
+        block = {**assistant_block(call, 1), "id": f"msg_{i}"}
+        lines += [claude_line("assistant", f"a{i}", f"2026-01-01T00:00:0{2 * i + 1}Z", block),
+                  claude_line("user", f"r{i}", f"2026-01-01T00:00:0{2 * i + 2}Z", {"role": "user", "content": [
+                      {"type": "tool_result", "tool_use_id": call_id, "content": output}]})]
+    path = write_lines(tmp_path / "s1.jsonl", lines)
+    api.ingest([str(path)], db=tmp_path / "t.duckdb")
+    with api.open_db(tmp_path / "t.duckdb") as con:
+        changes = api.query(con, "config-changes")
+    assert changes[["origin", "host", "path"]].fillna("-").values.tolist() == [
+        ["unit_read", "node", "/etc/systemd/system/x.service"],
+        ["process_args", "node", "-"],
+        ["unit_file", "node", "/etc/systemd/system/x.service"],
+    ]
+    assert changes["changed"].tolist()[2] == {"hicache_ratio": [2, 4]}

@@ -10,14 +10,13 @@ init on both ranks (host pool 120.34 GB > 88.10 GB free); the agent lowers the r
 runs daemon-reload while systemd waits out RestartSec=120, so the scheduled restart (run 3) picks
 the new flags up, pins 80.23 GB per rank and serves ~10 minutes of traffic.
 
-Every journal line is built by bench/synth_journal.py (imported by path), so the demo and the
+Every journal line is built by bench/synth_journal.py, so the demo and the
 benchmark share one implementation of each line layout.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import random
 import re
@@ -28,18 +27,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
+sys.path.insert(0, str(REPO / "bench"))  # bench/ is a folder of scripts, not a package
 
-
-def _load_synth():
-    spec = importlib.util.spec_from_file_location("synth_journal", REPO / "bench" / "synth_journal.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["synth_journal"] = module  # dataclasses resolve their module through sys.modules
-    spec.loader.exec_module(module)
-    return module
-
-
-sj = _load_synth()
+import synth_journal as sj  # noqa: E402 - needs the path above
 
 SEED = 20260312
 UTC_OFFSET_S = 3600  # gpu-box runs on CET (UTC+1); opencode stores epoch ms (UTC)

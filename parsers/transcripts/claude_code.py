@@ -79,6 +79,10 @@ class _SessionBuilder:
         self.path = path
         self.session_id: str | None = None
         self.agent_id: str | None = None
+        # A subagent transcript is recognised by its records wherever the file lies: every message
+        # line is a side chain of one agent (older main files hold side chains among their own lines).
+        self.sidechain_agent: str | None = None
+        self.has_main_lines = False
         self.context: dict[str, Any] = {}  # cwd, version, ...: first value seen wins
         self.title: str | None = None
         self.started_at = None
@@ -106,6 +110,11 @@ class _SessionBuilder:
             self.session_id = line["sessionId"]
         if self.agent_id is None and line.get("agentId") and is_subagent_file(self.path):
             self.agent_id = line["agentId"]
+        if line.get("type") in ("user", "assistant"):
+            if line.get("isSidechain") is True and isinstance(line.get("agentId"), str):
+                self.sidechain_agent = self.sidechain_agent or line["agentId"]
+            else:
+                self.has_main_lines = True
         for key in _CONTEXT_FIELDS:
             if key in line and key not in self.context:
                 self.context[key] = line[key]
@@ -181,6 +190,8 @@ class _SessionBuilder:
         call.ended_at = parse_timestamp(line.get("timestamp"))
         call.duration_s = seconds_between(call.started_at, call.ended_at)
         call.exit_code = _exit_code(call, result)
+        if isinstance(result, dict) and result.get("interrupted") is True:
+            call.ended_by = "interrupt"
         agent_id = _agent_id_of(result, call.output)
         if agent_id and line.get("sessionId"):
             call.child_session_id = child_session_id(line["sessionId"], agent_id)
@@ -203,6 +214,8 @@ class _SessionBuilder:
     def _session(self) -> Session:
         parent_id = None
         session_id = self.session_id or self.path.stem
+        if self.agent_id is None and not self.has_main_lines:
+            self.agent_id = self.sidechain_agent
         if self.agent_id and self.session_id:
             parent_id, session_id = self.session_id, child_session_id(self.session_id, self.agent_id)
         context = self.context

@@ -1,4 +1,4 @@
-"""Helpers shared by the transcript readers: time parsing, (compressed) JSONL iteration."""
+"""Helpers shared by the transcript readers: time parsing, (compressed) JSONL iteration, tool-call endings."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
-from .model import ParseProblem
+from .model import ParseProblem, ToolCall
 
 SNIFF_BYTES = 64 * 1024
 _EPOCH_MS_THRESHOLD = 1e11  # numbers above this are epoch milliseconds, below are seconds
@@ -142,3 +142,27 @@ def complete_json_lines(head: bytes) -> list[dict[str, Any]]:
         if isinstance(obj, dict):
             objects.append(obj)
     return objects
+
+
+# What the agents write into a tool's result when the call did not end by itself, per cause. Anchored
+# at the start of the result, except the shell tools' metadata notes, which follow the output.
+TOOL_ENDINGS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # opencode: `<bash_metadata>` (`<shell_metadata>` from v1.14.34) after the output
+    ("timeout", re.compile(r"\b(?:bash|shell|terminal) tool terminated command after exceeding timeout")),
+    ("interrupt", re.compile(r"^User aborted the command$", re.MULTILINE)),
+    # Claude Code, Codex and shell tools of other agents
+    ("timeout", re.compile(r"\A\s*(?:Error: )?[Cc]ommand timed out after")),
+    ("interrupt", re.compile(r"\A\s*\[Request interrupted by user")),
+    ("denied", re.compile(r"\A\s*(?:The user doesn't want to proceed with this tool use"
+                          r"|Permission to use \S+ has been denied|\S+ requested permissions? to use"
+                          r"|exec command rejected by user)")),
+)
+
+
+def classify_ending(call: ToolCall) -> None:
+    """Flag a call that a timeout, an interrupt or a denied permission ended (a reader may already
+    have from a structured field) as an error: such a call did not do what it was asked."""
+    if call.ended_by is None and call.output:
+        call.ended_by = next((cause for cause, pattern in TOOL_ENDINGS if pattern.search(call.output)), None)
+    if call.ended_by is not None:
+        call.status, call.is_error = "error", True

@@ -76,6 +76,9 @@ class ToolCall:
     ended_at: datetime | None = None
     duration_s: float | None = None
     child_session_id: str | None = None
+    # What ended the call when it did not end by itself: 'timeout', 'interrupt' or 'denied' (see
+    # `common.classify_ending`); such a call is an error whatever the reader's status said.
+    ended_by: str | None = None
 
 
 @dataclass

@@ -1,0 +1,135 @@
+"""`logmine lab`: JupyterLab on the bundled notebooks, with the database passed to them.
+
+The notebooks read the database path from the environment variable LOGMINE_DB (and the run the
+postmortem looks at from LOGMINE_RUN), which the server passes to every kernel it starts. JupyterLab
+runs in its own session, so Ctrl-C reaches `logmine lab`, which stops the server (and its kernels)
+cleanly. Nothing is fetched from the internet: the news feed, the update check and the extension manager's
+PyPI search are off.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+DB_ENV = "LOGMINE_DB"
+RUN_ENV = "LOGMINE_RUN"
+# jupysql reports usage to its makers unless told not to.
+OFFLINE_ENV = {"PLOOMBER_STATS_ENABLED": "false", "PLOOMBER_VERSION_CHECK_DISABLED": "true"}
+START_TIMEOUT_S = 120
+
+
+class LabError(RuntimeError):
+    """JupyterLab is missing or did not start; the message says what to do."""
+
+
+def notebooks_dir() -> Path:
+    """The folder of the bundled notebooks (shipped as the package data `logmine.notebooks`)."""
+    return Path(str(resources.files("logmine.notebooks")))
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@dataclass
+class Lab:
+    """A running JupyterLab server."""
+
+    process: subprocess.Popen
+    port: int
+    token: str
+    root: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/lab?token={self.token}"
+
+    def api(self, path: str) -> bytes:
+        """GET `/api/PATH` with the token; urllib's errors when the server does not answer."""
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/api/{path}",
+                                         headers={"Authorization": f"token {self.token}"})
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.read()
+
+    def serve(self) -> int | None:
+        """Wait until the server exits (its exit code) or this process gets Ctrl-C or SIGTERM (None, once the
+        server is stopped): the server has its own session, so it must not outlive us."""
+        def interrupt(signum: int, frame: object) -> None:
+            raise KeyboardInterrupt
+
+        # Explicitly: a shell starting `logmine lab &` leaves SIGINT ignored.
+        previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            return self.process.wait()
+        except KeyboardInterrupt:
+            self.stop()
+            return None
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def stop(self) -> None:
+        """SIGTERM: JupyterLab shuts its kernels down and exits; killed if it takes over 20 s."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def start(db: str | Path, port: int | None = None, run: int | None = None, open_browser: bool = False,
+          log: int | None = None) -> Lab:
+    """Start JupyterLab on the bundled notebooks with LOGMINE_DB set to `db`; return once it answers.
+
+    `log` is a file descriptor for the server's own messages (default: this process's stderr).
+    """
+    if importlib.util.find_spec("jupyterlab") is None:
+        raise LabError("JupyterLab is not installed: pip install 'logmine[notebook]'")
+    database = Path(db).resolve()
+    if not database.exists():
+        raise LabError(f"{db}: no such database (run `logmine ingest` first)")
+    port = port or free_port()
+    token = secrets.token_hex(16)
+    root = notebooks_dir()
+    env = dict(os.environ) | OFFLINE_ENV | {DB_ENV: str(database)}
+    if run is not None:
+        env[RUN_ENV] = str(run)
+    command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+               "--ServerApp.ip=127.0.0.1", f"--ServerApp.root_dir={root}", f"--IdentityProvider.token={token}",
+               f"--ServerApp.open_browser={open_browser}", "--ServerApp.log_level=WARN",
+               "--LabApp.news_url=None",
+               "--LabApp.check_for_updates_class=jupyterlab.handlers.announcements.NeverCheckForUpdate",
+               "--LabApp.extension_manager=readonly"]
+    if os.geteuid() == 0:  # JupyterLab refuses root unless told (containers often run as root)
+        command.append("--allow-root")
+    # Its own session: Ctrl-C in the terminal reaches `logmine lab` only, which then stops the server.
+    process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                               start_new_session=True)
+    lab = Lab(process, port, token, root)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise LabError(f"JupyterLab exited at start (code {process.returncode}); its messages are above")
+        try:
+            lab.api("status")
+            return lab
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            time.sleep(0.2)
+    lab.stop()
+    raise LabError(f"JupyterLab did not answer on port {port} within {START_TIMEOUT_S} s")

@@ -1,0 +1,134 @@
+"""What a person sees in a real terminal: the CLI run under a pseudo-terminal of a given width."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import re
+import select
+import struct
+import subprocess
+import sys
+import termios
+from pathlib import Path
+
+import pytest
+
+from logmine import named_queries
+from logmine.render import Rows, render, shortest_unique_suffixes
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO = REPO / "examples" / "demo"
+
+
+def in_terminal(columns: int, *args: str, rows: int = 50, env: dict[str, str] | None = None,
+                program: list[str] | None = None) -> str:
+    """`logmine ARGS` (or `PROGRAM ARGS`) with stdout on a pseudo-terminal of `columns` x `rows`; what it showed."""
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+    environment = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "PAGER")} | (env or {})
+    command = [*(program or [sys.executable, "-m", "logmine"]), *args]
+    process = subprocess.Popen(command, stdin=follower, stdout=follower, stderr=follower, env=environment)
+    os.close(follower)
+    output = b""
+    while select.select([leader], [], [], 30)[0]:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        output += chunk
+    os.close(leader)
+    assert process.wait(timeout=30) == 0, output.decode()
+    return output.decode().replace("\r\n", "\n")
+
+
+# Every named query in one process per terminal width (a process each would take 48 starts), each as
+# `logmine query NAME` runs it, between marker lines.
+EVERY_QUERY = """
+import sys
+from logmine import cli, named_queries
+for name in named_queries.names():
+    print("=== " + name, flush=True)
+    cli.main(["query", name, "--db", sys.argv[1], "--no-pager"], standalone_mode=False)
+"""
+
+
+@pytest.mark.parametrize("columns", [80, 120, 200])
+def test_every_named_query_fits_the_terminal_and_shows_its_key_columns(demo_db: Path, columns: int) -> None:
+    shown = in_terminal(columns, "-c", EVERY_QUERY, str(demo_db), program=[sys.executable])
+    outputs = dict(re.findall(r"^=== (\S+)\n(.*?)(?=^=== |\Z)", shown, re.S | re.M))
+    assert sorted(outputs) == named_queries.names()
+    for name, output in outputs.items():
+        too_wide = [line for line in output.splitlines() if len(line) > columns]
+        assert not too_wide, (name, too_wide[:2])
+        if name == "unparsed":  # every line of the demo is typed
+            assert output.strip() == "(0 rows)"
+            continue
+        missing = [c for c in named_queries.key_columns(name) if not re.search(rf"(^|[ │]){c}( |$)", output, re.M)]
+        assert not missing, (name, columns, missing)
+
+
+def test_a_narrow_terminal_gets_records_and_is_told_what_was_left_out(demo_db: Path) -> None:
+    shown = in_terminal(80, "query", "memory-budget", "--db", demo_db, "--run", "3", "--no-pager")
+    assert shown.startswith("-[ RECORD 1 ]") and "rank           │ all ranks" in shown
+    wide = in_terminal(200, "runs", "--db", demo_db, "--no-pager")
+    assert "journal.txt │" in wide and "examples/demo" not in wide  # the shortest unique suffix
+    assert re.search(r"\(\d+ more columns: .*errors", wide.replace("\n", " "))
+    picked = in_terminal(80, "runs", "--db", demo_db, "--columns", "ordinal,errors", "--no-pager")
+    assert picked.splitlines()[0].split() == ["ordinal", "│", "errors"] and "more column" not in picked
+
+
+def test_long_output_goes_through_the_pager_unless_told_not_to(demo_db: Path, tmp_path: Path) -> None:
+    pager = tmp_path / "pager"
+    pager.write_text("#!/bin/sh\nsed 's/^/paged: /'\n")
+    pager.chmod(0o755)
+    paged = in_terminal(120, "query", "timeline", "--db", demo_db, rows=20, env={"PAGER": str(pager)})
+    assert paged.startswith("paged:  ts ")
+    direct = in_terminal(120, "query", "timeline", "--db", demo_db, "--no-pager", rows=20, env={"PAGER": str(pager)})
+    assert "paged:" not in direct
+    short = in_terminal(120, "query", "config-diff", "--db", demo_db, rows=20, env={"PAGER": str(pager)})
+    assert "paged:" not in short  # fits the screen
+
+
+def test_asking_for_what_does_not_exist_says_what_does(demo_db: Path) -> None:
+    def error(*args: str) -> str:
+        result = subprocess.run([sys.executable, "-m", "logmine", *args, "--db", demo_db], capture_output=True,
+                                text=True)
+        assert result.returncode == 2 and result.stdout == ""
+        return result.stderr.strip()
+
+    assert error("runs", "--run", "7") == "logmine: no run 7; the runs are journal.txt: 1-3"
+    assert error("query", "load-time", "--source", "other.log") == (
+        "logmine: no source 'other.log'; the sources are journal.txt")
+    assert error("query", "commands", "--session", "ses_x").startswith(
+        "logmine: no session 'ses_x'; the sessions are ses_31e9d8b1fffedQZdcgNedb0kzV")
+    assert error("query", "runs", "--columns", "nope").startswith("logmine: no column nope; the columns are: source,")
+    shown = subprocess.run([sys.executable, "-m", "logmine", "runs", "--source", "journal.txt", "--run", "2",
+                            "--db", demo_db, "--format", "tsv"], capture_output=True, text=True).stdout
+    assert shown.splitlines()[1].split("\t")[:2] == [f"{DEMO}/journal.txt", "2"]
+
+
+def test_discoverability(demo_db: Path) -> None:
+    helped = in_terminal(80, "query", "--help")
+    assert "memory-budget " in helped and max(len(line) for line in helped.splitlines()) <= 80
+    listed = subprocess.run([sys.executable, "-m", "logmine", "tables", "--db", demo_db, "--format", "tsv"],
+                            capture_output=True, text=True).stdout
+    counts = {line.split("\t")[0]: int(line.split("\t")[2]) for line in listed.splitlines()[1:]}
+    assert counts["lines"] == 1205 and counts["decode_batches_by_run"] == 789 and counts["runs"] == 3
+
+
+def test_the_table_rules_in_one_process() -> None:
+    """Shortest unique suffixes, cutting text before giving up, records when nothing can be cut."""
+    assert shortest_unique_suffixes(["a/x/j.log", "b/x/j.log", "c/k.log", "a/x/j.log"]) == [
+        "a/x/j.log", "b/x/j.log", "k.log", "a/x/j.log"]
+    rows = Rows(["run", "path", "text"], [(1, "/etc/systemd/system/sglang.service", "word " * 40)])
+    table = render(rows, "table", 45).splitlines()
+    assert table[0].split() == ["run", "│", "path", "│", "text"] and max(map(len, table)) <= 45
+    assert "│ …tem/sglang.service │ word" in table[2] and table[2].endswith("…")  # a path keeps its end, text its start
+    records = render(Rows(["a_long_figure_name", "another_long_figure"], [(1.5, 2)]), "table", 30)
+    assert records.splitlines() == ["-[ RECORD 1 ]-----------------", "a_long_figure_name  │ 1.5",
+                                    "another_long_figure │ 2"]
+    assert render(rows, "tsv", columns=["text", "run"]).splitlines()[1] == "word " * 39 + "word \t1"
