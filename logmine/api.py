@@ -225,7 +225,11 @@ def report(con: duckdb.DuckDBPyConnection, fmt: str = "html", runs: list[int] | 
     """The postmortem report as one self-contained HTML page (`fmt="html"`) or Markdown text."""
     from .report import render_report  # here, not at the top: it loads matplotlib and Jinja2
 
-    return render_report(con, fmt=fmt, runs=runs, source=source, session=session)
+    # The source, runs and session must exist, named as for any query (a source by a unique path suffix).
+    selected = check_selection(con, source=source, session=session)
+    for run_ in runs or []:
+        check_selection(con, source=selected["source"], run=run_)
+    return render_report(con, fmt=fmt, runs=runs, source=selected["source"], session=session)
 
 
 def runs(con: duckdb.DuckDBPyConnection, source: str | None = None) -> pd.DataFrame:

@@ -8,6 +8,7 @@
 -- an operator's action and not a crash. When an agent transcript is ingested, `agent_command` is the
 -- shell command (systemctl restart/stop/kill) the agent started in the minute before the unit was
 -- stopped, with its session and message, in the journal's local time (offset from `session_clock`).
+-- Columns: source, run, kind, detail, evidence, agent_command
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
 WITH selected AS (
     SELECT r.*, s.display AS source FROM runs AS r JOIN sources AS s USING (source_id)

@@ -7,6 +7,7 @@
 -- more host memory than was free), capacity (max_total_num_tokens and the GPU memory left), retraction
 -- (the first KV-pressure retraction) and ready (the server is ready to roll). Per-rank figures cite
 -- each rank's own line; `rank` is '' for lines without a rank tag.
+-- Columns: source, run, figure, rank, evidence, text
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
 WITH selected AS (
     SELECT r.*, s.display AS source FROM runs AS r JOIN sources AS s USING (source_id)

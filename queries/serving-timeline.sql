@@ -7,6 +7,7 @@
 -- in the bucket; token usage and queue are their peaks; `cache_hit_share` is cached / (cached + new)
 -- prefill tokens of rank 0 (the scheduler prints batch lines once per run, whatever model_role the
 -- draft model gives them). A retraction is printed by every rank at once, so rank 0's lines are counted.
+-- Columns: source, run, bucket, decode_tok_s, token_usage, queue_req, cache_hit_share
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all), $bucket_s.
 WITH selected AS (
     SELECT r.source_id, r.ordinal AS run, s.display AS source

@@ -127,8 +127,8 @@ def test_kimi_report_shows_the_scenario_as_a_browser_renders_it(kimi: dict) -> N
     assert "hicache_ratio 2.0 → 4.0" in seen
     assert "after the user asked “can we do ratio 4?”" in seen
     assert "“What about hicache?”" in seen
-    assert "bash tool terminated command after exceeding timeout 20000 ms" in seen
-    assert "All 26 tool calls, in order; none failed" in seen
+    assert "All 26 tool calls, in order; 1 failed" in seen  # message 22's, which the bash tool's timeout ended
+    assert "Tool calls the tool ended (timeouts, interrupts, denials) message tool ended by after command 22" in seen
     assert "claims, checked" not in seen  # no claims query on this branch: the table is absent
     # Citations: the figure's line, shown with it (hover chip with the line's text inside).
     assert "journal.txt:1517" in seen and "Allocating 44.77 GB host memory for hierarchical KV cache" in seen

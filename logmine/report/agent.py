@@ -1,4 +1,4 @@
-"""The agent: its sessions, tool calls, timeouts and, once they exist, its checked claims."""
+"""The agent: its sessions, tool calls (those a timeout ended too) and, once they exist, its checked claims."""
 
 from __future__ import annotations
 
@@ -31,18 +31,20 @@ def agent_section(data: ReportData) -> Section | None:
         listing = "\n".join(
             f"{short_session(c['session_id'])}  message {c['message_index']:>4}  {c['tool']:<8} "
             f"{seconds(c['duration_s'], minutes_too=False):>9}  "
-            f"{'exit ' + number(c['exit_code']) if not missing(c['exit_code']) else c['status'] or '':<10} "
+            f"{'exit ' + number(c['exit_code']) if not missing(c['exit_code']) else c['ended_by'] or c['status']:<10} "
             f"{quote(c['input_summary'], 160)}" for _, c in calls.iterrows())
         blocks.append(Folded(Text(f"All {plural(len(calls), 'tool call')}, in order"
                                   + (f"; {plural(len(failed), 'failed')}" if len(failed) else "; none failed")),
                              listing))
-    timeouts = data["tool-timeouts"]
-    if not timeouts.empty:
-        blocks += [Heading("Tool calls that timed out"),
-                   Table(["message", "tool", "after", "what the tool said", "command"],
-                         [[Text(str(t["message_index"]), data.cite_message(t["session_id"], int(t["message_index"]))),
-                           Text(t["tool"]), Text(seconds(t["duration_s"])), Text(t["timeout_line"] or ""),
-                           Text(quote(t["command"], 160))] for _, t in timeouts.iterrows()])]
+        # A call its tool ended (timeout, interrupt, denied): what it started may still have happened.
+        cut = calls[calls["ended_by"].notna()]
+        if not cut.empty:
+            blocks += [Heading("Tool calls the tool ended (timeouts, interrupts, denials)"),
+                       Table(["message", "tool", "ended by", "after", "command"],
+                             [[Text(str(t["message_index"]),
+                                    data.cite_message(t["session_id"], int(t["message_index"]))),
+                               Text(t["tool"]), Text(t["ended_by"]), Text(seconds(t["duration_s"])),
+                               Text(quote(t["input_summary"], 160))] for _, t in cut.iterrows()])]
     claims = data.claims
     if claims is not None and not claims.empty:
         ordered = claims.assign(_order=claims["verdict"].map(VERDICT_ORDER).fillna(3)).sort_values(

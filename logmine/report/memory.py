@@ -19,24 +19,6 @@ def share(row: pd.Series, columns: str | tuple[str, ...]) -> float:
     return sum(0.0 if missing(row[c]) else float(row[c]) for c in names)
 
 
-def gap_explained(row: pd.Series) -> str:
-    gap, mfs = row["kv_gap_gib"], row["mem_fraction_static"]
-    if missing(gap):
-        return ""
-    if abs(gap) <= 0.02:
-        return "adds up (within the rounding of the logged figures)"
-    if gap > 0:
-        draft = 0.0 if missing(row["draft_kv_gib"]) else float(row["draft_kv_gib"])
-        if draft and abs(gap - draft) <= 0.05:
-            return f"the draft model's KV pool ({number(draft)} GiB) takes the difference"
-        return ("SGLang allocated less than the formula allows: the draft model, page alignment or "
-                "--max-total-tokens took the difference")
-    implied = (float(row["after_weights_gib"]) - float(row["kv_gib"])) / (1 - float(mfs))
-    return (f"the pool is {number(-gap)} GiB larger than the formula gives: it implies a total of "
-            f"{number(implied)} GiB where 'Load weight begin' shows {number(row['gpu_before_load_gib'])}; SGLang "
-            "takes the smallest free memory over ranks at init, not this line")
-
-
 def memory_section(data: ReportData) -> Section | None:
     budget = data["memory-budget"]
     per_rank = budget[(budget["rank"] != "all ranks") & budget["weights_gib"].notna()]
@@ -72,7 +54,7 @@ def memory_section(data: ReportData) -> Section | None:
             Text(number(first["kv_formula_gib"])),
             Text(f"{number(first['kv_tokens'])} tokens, {number(first['kv_gib'])} GiB", run_figures["kv_pool"]),
             Text(number(first["kv_gap_gib"]))])
-        explained.setdefault(gap_explained(first), []).append(name)
+        explained.setdefault("" if missing(first["kv_gap_cause"]) else first["kv_gap_cause"], []).append(name)
         host = rows[rows["host_cache_gb"].notna()]
         if not host.empty:
             free = host["host_free_gb"].dropna()
