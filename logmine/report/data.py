@@ -14,7 +14,7 @@ from .model import Citation
 
 # Per-run queries, each keyed by the column that holds the run ordinal.
 RUN_QUERIES = {"runs": "ordinal", "load-time": "run", "memory-budget": "run", "ends": "run",
-               "evidence": "run", "serving": "run", "serving-timeline": "run"}
+               "evidence": "run", "serving": "run", "serving-trend": "run"}
 SESSION_QUERIES = ("links", "requests", "sessions", "tool-calls")
 CLAIMS_QUERY = "claims"
 CITED_CHARS = 600

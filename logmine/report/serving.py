@@ -13,7 +13,7 @@ def serving_section(data: ReportData) -> Section | None:
     served = serving[serving["decode_batches"].fillna(0) + serving["prefill_batches"].fillna(0) > 0]
     if served.empty:
         return None
-    timeline = data["serving-timeline"]
+    timeline = data["serving-trend"]
     rows = []
     for _, s in served.iterrows():
         source, ordinal = s["source"], int(s["run"])

@@ -1,4 +1,4 @@
--- serving-timeline: what each run served over time, one row per run and time bucket: decode
+-- serving-trend: what each run served over time, one row per run and time bucket: decode
 -- throughput, KV token usage, queued and running requests, prefix-cache hit share, retractions.
 --
 -- Buckets are $bucket_s seconds of the journal's local time; when NULL, the smallest whole number of
