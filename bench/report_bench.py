@@ -57,8 +57,10 @@ def time_report(logmine: str, db: Path, out: Path) -> tuple[float, float]:
     CPU time says what the report costs when the wall time also counts waiting for a core."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    subprocess.run([logmine, "report", "--db", str(db), "-o", str(out)], check=True, stderr=subprocess.DEVNULL)
+    done = subprocess.run([logmine, "report", "--db", str(db), "-o", str(out)], stderr=subprocess.PIPE, text=True)
     wall = time.perf_counter() - started
+    if done.returncode:
+        sys.exit(f"report_bench: {done.stderr.strip()}\n(a database cached by an older logmine: delete {db})")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
