@@ -21,6 +21,7 @@ from .render import (
     Rows,
     render,  # noqa: F401 - part of the public API
     shortest_unique_suffixes,
+    visible,
 )
 from .store import DEFAULT_DB, connect
 
@@ -67,7 +68,7 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
     Logs and transcripts are stored, and runs, configs, diffs and links recomputed, in one
     transaction: if anything fails or the process is interrupted, the tables are as they were before.
     """
-    from . import derive, transcripts
+    from . import derive, knowledge, transcripts
     from .ingest import ingest_logs
     from .inputs import classify_inputs
     from .store import run
@@ -86,6 +87,10 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
             for path, fmt in transcript_paths:
                 report.transcripts.append(transcripts.ingest_transcript(con, path, fmt))
             derive.rebuild(con, utc_offset=utc_offset)
+            untimed = dict(run(con, "SELECT source_id, sum(lines_without_time) FROM runs GROUP BY ALL"))
+            for source in report.logs.sources:
+                source.lines_without_time = int(untimed.get(source.source_id) or 0)
+            knowledge.rebuild(con)  # facts, claims, decisions; spaCy only when a transcript has text
             run(con, "COMMIT")
         except BaseException:
             run(con, "ROLLBACK")
@@ -273,14 +278,18 @@ def summary_text(summary: dict) -> str:
     """The human summary printed after an ingest."""
     out = []
     for s in summary["sources"]:
-        out.append(f"{s['path']}: {s['status']}, format {s['format']}, {s['lines_read']:,} lines read, "
-                   f"{s['lines_typed']:,} typed, {s['lines_untyped']:,} untyped")
+        out.append(f"{visible(s['path'], one_line=True)}: {s['status']}, format {s['format']}, "
+                   f"{s['lines_read']:,} lines read, {s['lines_typed']:,} typed, {s['lines_untyped']:,} untyped")
+        if s["lines_without_time"]:
+            out.append(f"  {s['lines_without_time']:,} lines have no time of their own (as in `journalctl -o cat`): "
+                       "runs may miss a start or an end that only they show")
     out.append(f"total: {summary['lines_read']:,} lines read, {summary['lines_typed']:,} typed, "
                f"{summary['lines_untyped']:,} kept untyped (see `logmine unparsed`) -> {summary['db']}")
     for t in summary.get("transcripts", []):
-        out.append(f"{t['path']}: {t['status']}, {t['format']}, {t['sessions']} sessions, {t['messages']} messages, "
-                   f"{t['tool_calls']} tool calls, {t['unknown_records']} unknown records kept")
-        out.extend(f"  skipped malformed input: {p}" for p in t["problems"][:20])
+        out.append(f"{visible(t['path'], one_line=True)}: {t['status']}, {t['format']}, {t['sessions']} sessions, "
+                   f"{t['messages']} messages, {t['tool_calls']} tool calls, "
+                   f"{t['unknown_records']} unknown records kept")
+        out.extend(f"  skipped malformed input: {visible(p, one_line=True)}" for p in t["problems"][:20])
     kinds = summary["by_kind"]
     if kinds:
         width = max(len(k) for k in kinds)
@@ -304,7 +313,7 @@ def progress_bar(enabled: bool = True) -> Iterator[Progress | None]:
 
         def update(name: str, done: int, total: int | None) -> None:
             if name not in tasks:
-                tasks[name] = bar.add_task(name, total=total)
+                tasks[name] = bar.add_task(visible(name, one_line=True), total=total)
             bar.update(tasks[name], completed=done)
 
         yield update

@@ -16,7 +16,7 @@ import click
 
 from . import api, named_queries
 from .render import FORMATS as OUTPUT_FORMATS
-from .render import Rows, clip, render
+from .render import Rows, clip, render, visible
 from .store import DEFAULT_DB
 from .terminal import emit
 
@@ -79,7 +79,7 @@ def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None
     if as_json:
         click.echo(json.dumps(summary, indent=2, default=str))
         return
-    click.echo(api.summary_text(summary))
+    emit(api.summary_text(summary), pager=False)
 
 
 @main.command()
@@ -218,8 +218,28 @@ def report(db: str, output: str, fmt: str | None, runs: tuple[int, ...], source:
     click.echo(f"{output}: {fmt} report, {len(text):,} characters", err=True)
 
 
+# The terminal view: the figure is in the claim's text, the measured one as the log printed it.
+CLAIM_COLUMNS = {"message_index": "msg", "verdict": "verdict", "text": "claim", "measured_figure": "measured",
+                 "measured_source": "source", "cause": "cause"}
+
+
+@main.command()
+@DB_OPTION
+@click.option("--session", default=None, help="Only this agent session id.")
+@click.option("--run", "run_", type=int, default=None, help="Only claims about this run ordinal.")
+@click.option("--format", "fmt", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True)
+def claims(db: str, session: str | None, run_: int | None, fmt: str) -> None:
+    """The agents' numbers checked against the logs, inconsistent first."""
+    with api.open_db(db) as con:
+        df = api.query(con, "claims", session=session, run=run_)
+    if fmt == "table":
+        df = df[list(CLAIM_COLUMNS)].assign(measured_source=df["measured_source"].map(
+            lambda s: s.rsplit("/", 1)[-1] if isinstance(s, str) else s)).rename(columns=CLAIM_COLUMNS)
+    emit(render(df, fmt), pager=fmt == "table")
+
+
 def fail(message: str) -> None:
-    click.echo(f"logmine: {message}", err=True)
+    click.echo(f"logmine: {visible(message, one_line=True)}", err=True)
     sys.exit(2)
 
 

@@ -86,8 +86,22 @@ def records(data: pd.DataFrame | Rows) -> list[dict]:
     return [{col: plain_value(val) for col, val in zip(result.columns, row, strict=True)} for row in result.rows]
 
 
+# Characters that act on a terminal rather than show (C0 controls, DEL, C1 controls: OSC 52 writes the
+# clipboard, OSC 8 makes links, OSC 0 sets the title) or reorder what it shows (bidirectional overrides).
+_ACTING = [*range(0x20), 0x7F, *range(0x80, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+_SHOWN = {c: f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}" for c in _ACTING}
+_SHOWN_IN_TEXT = {c: shown for c, shown in _SHOWN.items() if chr(c) not in "\n\t"}
+
+
+def visible(text: str, one_line: bool = False) -> str:
+    """`text` with every character that would act on a terminal shown as its escape (`\\x1b`); newlines and
+    tabs stay unless `one_line` (a file name in a message)."""
+    return text.translate(_SHOWN if one_line else _SHOWN_IN_TEXT)
+
+
 def cell(value: object) -> str:
-    """A value as a person reads it: timestamps to the second (or millisecond), floats to 2 decimals."""
+    """A value as a person reads it: timestamps to the second (or millisecond), floats to 2 decimals, and
+    characters that would act on a terminal shown as escapes."""
     if isinstance(value, datetime) and not _is_missing(value):
         return value.isoformat(sep=" ", timespec="seconds" if value.microsecond == 0 else "milliseconds")
     value = plain_value(value)
@@ -99,7 +113,7 @@ def cell(value: object) -> str:
         return str(value) if value == round(value, 2) else f"{value:.2f}"
     if isinstance(value, (list, dict)):
         return json.dumps(value, default=str)
-    return str(value)
+    return visible(str(value))
 
 
 def exact_cell(value: object) -> str:

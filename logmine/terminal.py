@@ -10,12 +10,18 @@ import sys
 
 import click
 
+from .render import visible
+
 # less: quit if it fits one screen, pass colours through, chop long lines (no wrap), leave the screen as is.
 LESS_FLAGS = "FRSX"
 
 
 def emit(text: str, pager: bool = True) -> None:
-    """Print `text`; on a terminal, through $PAGER (else `less -FRSX`) when it has more lines than fit."""
+    """Print `text`; on a terminal, with characters that would act on it shown as escapes (CSV keeps a log
+    line's escape sequences, which must not set the clipboard) and through $PAGER (else `less -FRSX`)
+    when it has more lines than fit."""
+    if sys.stdout.isatty():
+        text = visible(text)
     if pager and sys.stdout.isatty() and text.count("\n") + 1 >= shutil.get_terminal_size().lines:
         command = shlex.split(os.environ.get("PAGER") or "less")
         if shutil.which(command[0]) and command[0] != "cat":

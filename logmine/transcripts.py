@@ -19,6 +19,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from .file_contents import FileContents
 from .parsers.envelopes import TimeContext, detect_format
 from .parsers.launch_config import (
     config_from_unit_or_command,
@@ -112,8 +113,9 @@ def ingest_transcript(con: duckdb.DuckDBPyConnection, path: Path, fmt: str | Non
         add_record(record, source_id, rows, known_sessions, skipped_sessions, report)
     if skipped_sessions and not report.sessions:
         report.status = "duplicate: its sessions were already stored from another file"
+    files = FileContents()
     for call in list(rows["tool_calls"]):
-        enrich_tool_call(call, rows)
+        enrich_tool_call(call, rows, files)
     for table, table_rows in rows.items():
         insert_rows(con, table, table_rows)
     upsert_source(con, {
@@ -166,8 +168,9 @@ def add_record(record: object, source_id: int, rows: dict[str, list[dict]], know
         rows["unknown_records"].append(row)
 
 
-def enrich_tool_call(call: dict, rows: dict[str, list[dict]]) -> None:
-    """Commands, file writes, config snapshots and embedded journal lines of one tool call."""
+def enrich_tool_call(call: dict, rows: dict[str, list[dict]], files: FileContents) -> None:
+    """Commands, file writes, config snapshots and embedded journal lines of one tool call; `files`
+    holds what the session's earlier calls wrote or printed."""
     tool_input = call.pop("_input")
     base = {k: call[k] for k in ("source_id", "session_id", "message_id", "message_index", "call_id")}
     when = call.get("started_at")
@@ -186,19 +189,26 @@ def enrich_tool_call(call: dict, rows: dict[str, list[dict]]) -> None:
             for origin, path in config_reads(step.command) if call.get("output") else ():
                 seen = read_config(origin, path, call["output"])
                 if seen:
+                    if seen[0]:
+                        files.remember(call["session_id"], step.host, seen[0], call["output"])
                     rows["config_snapshots"].append({**base, "host": step.host, "path": seen[0], "origin": origin,
                                                      "written_at": when, "args": json.dumps(seen[1], default=repr)})
     else:
         tool_write = file_write_from_tool(call["tool"], tool_input)
         if tool_write is not None:
             writes.append((0, None, tool_write))
-    for step_no, host, write in writes:
+    for step_no, step_host, write in writes:
+        host = write.remote_host if write.remote_host is not None else step_host
+        content = files.written(call["session_id"], host, write)
         rows["file_writes"].append({**base, "step": step_no, "host": host, "path": write.path,
-                                    "method": write.method, "append": write.append, "content": write.content,
+                                    "method": write.method, "append": write.append, "content": content,
                                     "written_at": when})
-        config = config_from_unit_or_command(write.content) if write.content else None
+        if not content:
+            continue
+        path, unit_text = files.unit_with_drop_in(call["session_id"], host, write.path, content)
+        config = config_from_unit_or_command(unit_text)
         if config:
-            rows["config_snapshots"].append({**base, "host": host, "path": write.path, "origin": "unit_file",
+            rows["config_snapshots"].append({**base, "host": host, "path": path, "origin": "unit_file",
                                              "written_at": when, "args": json.dumps(config, default=repr)})
     if call.get("output"):
         rows["embedded_lines"].extend(embedded_journal_lines(call["output"], base, call.get("ended_at") or when))

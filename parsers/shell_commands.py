@@ -18,7 +18,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-WriteMethod = Literal["heredoc", "tee", "sudo tee", "redirect", "write_tool", "edit_tool"]
+WriteMethod = Literal["heredoc", "tee", "sudo tee", "redirect", "write_tool", "edit_tool", "copy", "sed"]
+
+
+@dataclass(frozen=True)
+class FileRef:
+    """A file on a host (None: the machine the agent runs on)."""
+
+    path: str
+    host: str | None
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One replacement in a file's text: `sed -i 's/a/b/g'` (a regex) or an edit tool's old -> new."""
+
+    old: str
+    new: str  # for a regex, a Python `re.sub` template
+    regex: bool
+    replace_all: bool
+    ignore_case: bool = False
 
 
 @dataclass
@@ -27,6 +46,10 @@ class FileWrite:
     content: str | None  # None when the command text does not hold it (e.g. `make > build.log`)
     method: WriteMethod
     append: bool = False
+    # When the new content follows from files the agent's session knew rather than from the command:
+    source: FileRef | None = None  # the file copied here (scp, rsync, cp, install, `cat < file`)
+    edits: tuple[Edit, ...] = ()  # applied to the file's last known content (sed -i, edit tools)
+    remote_host: str | None = None  # where a copy lands when not on the step's host (`scp f host:path`)
 
 
 @dataclass
@@ -402,10 +425,16 @@ def _is_bare_shell(words: list[str]) -> bool:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _stdin_body(command: SimpleCommand) -> str | None:
+Stdin = str | FileRef | None  # what a command reads: text the command holds, a file, or unknown
+
+
+def _stdin_of(command: SimpleCommand, host: str | None) -> Stdin:
+    """The command's own standard input: a heredoc or here-string, or a `< file` on `host`."""
     for redirect in command.redirects:
         if redirect.op in ("<<", "<<-", "<<<"):
             return redirect.body
+        if redirect.op == "<" and redirect.fd in (None, 0) and redirect.target:
+            return None if redirect.target.startswith(_DEV_FILES) else FileRef(redirect.target, host)
     return None
 
 
@@ -422,19 +451,28 @@ def _echo_text(args: list[str]) -> str:
     return " ".join(args) + newline
 
 
-def _produced_text(words: list[str], stdin: str | None) -> str | None:
-    """What a pipeline stage prints when the command text holds it: `cat` of a known stdin, `echo ...`."""
+def _produced_text(words: list[str], stdin: Stdin, host: str | None) -> Stdin:
+    """What a pipeline stage prints when known: `cat` of a known stdin or of one file, `echo ...`."""
     if not words:
         return None
     name = program_name(words[0])
     if name == "cat" and len(words) == 1:
         return stdin
+    if name == "cat" and len(words) == 2 and not words[1].startswith("-"):
+        return FileRef(words[1], host)
     if name == "echo":
         return _echo_text(words[1:])
     return None
 
 
-def _redirect_writes(command: SimpleCommand, words: list[str], stdin: str | None) -> list[FileWrite]:
+def _written(path: str, produced: Stdin, method: WriteMethod, append: bool = False) -> FileWrite:
+    """A write of `produced`: text the command holds, or a file's content (a copy)."""
+    if isinstance(produced, FileRef):
+        return FileWrite(path, None, method, append, source=produced)
+    return FileWrite(path, produced, method, append)
+
+
+def _redirect_writes(command: SimpleCommand, words: list[str], stdin: Stdin, host: str | None) -> list[FileWrite]:
     writes = []
     for redirect in command.redirects:
         writes_stdout = redirect.op in (">", ">>", ">|") and redirect.fd in (None, 1)
@@ -444,18 +482,12 @@ def _redirect_writes(command: SimpleCommand, words: list[str], stdin: str | None
             continue
         is_cat_heredoc = len(words) == 1 and program_name(words[0]) == "cat" and _has_heredoc(command)
         method: WriteMethod = "heredoc" if is_cat_heredoc else "redirect"
-        writes.append(
-            FileWrite(
-                path=redirect.target,
-                content=_produced_text(words, stdin),
-                method=method,
-                append=redirect.op in (">>", "&>>"),
-            )
-        )
+        writes.append(_written(redirect.target, _produced_text(words, stdin, host), method,
+                               redirect.op in (">>", "&>>")))
     return writes
 
 
-def _tee_writes(args: list[str], sudo: bool, content: str | None) -> list[FileWrite]:
+def _tee_writes(args: list[str], sudo: bool, content: Stdin) -> list[FileWrite]:
     append, paths, options_done = False, [], False
     for arg in args:
         if not options_done and arg == "--":
@@ -465,31 +497,193 @@ def _tee_writes(args: list[str], sudo: bool, content: str | None) -> list[FileWr
         elif not arg.startswith(_DEV_FILES):
             paths.append(arg)
     method: WriteMethod = "sudo tee" if sudo else "tee"
-    return [FileWrite(path=p, content=content, method=method, append=append) for p in paths]
+    return [_written(p, content, method, append) for p in paths]
 
 
-def _pipeline_writes(pipeline: Pipeline, depth: int, stdin: str | None = None) -> list[FileWrite]:
-    """The files a pipeline writes; `stdin` is the text it reads, when known (an ssh command's heredoc)."""
+# Options that take an argument, per copying program (the rest are flags).
+_COPY_OPTIONS_WITH_ARGUMENT = {"scp": "cDFiJlmoPSX", "rsync": "eBfMT", "cp": "St", "install": "gmoSt"}
+_REMOTE_PATH_RE = re.compile(r"(?:[^@/:\s]+@)?([^:/\s]+):(.*)")
+
+
+def _positional(words: list[str], takes_argument: str) -> list[str]:
+    """The operands of a command, wherever its options stand."""
+    operands, i = [], 1
+    while i < len(words):
+        word = words[i]
+        if word == "--":
+            return operands + words[i + 1:]
+        if word.startswith("-") and word != "-":
+            i += 2 if len(word) == 2 and word[1] in takes_argument else 1
+            continue
+        operands.append(word)
+        i += 1
+    return operands
+
+
+def _copy_writes(words: list[str], host: str | None) -> list[FileWrite]:
+    """`scp`/`rsync SRC... [user@]HOST:DEST`, `cp`/`install [-m MODE] SRC... DEST`."""
+    name = program_name(words[0])
+    if name == "install" and any(w in ("-d", "--directory") for w in words):
+        return []
+    operands = _positional(words, _COPY_OPTIONS_WITH_ARGUMENT[name])
+    if len(operands) < 2:
+        return []
+
+    def located(operand: str) -> FileRef:
+        remote = _REMOTE_PATH_RE.fullmatch(operand) if name in ("scp", "rsync") else None
+        return FileRef(remote.group(2), remote.group(1)) if remote else FileRef(operand, host)
+
+    target = located(operands[-1])
+    writes = []
+    for source in map(located, operands[:-1]):
+        path = target.path + source.path.rsplit("/", 1)[-1] if target.path.endswith("/") else target.path
+        remote_host = target.host if target.host != host else None
+        writes.append(FileWrite(path, None, "copy", source=source, remote_host=remote_host))
+    return writes
+
+
+def _sed_writes(words: list[str]) -> list[FileWrite]:
+    """`sed -i [-E] [-e SCRIPT]... [SCRIPT] FILE...`: the files it edits in place, with its substitutions
+    (none when the script does more than substitute: the new content is then unknown)."""
+    scripts, operands, in_place, extended, i = [], [], False, False, 1
+    while i < len(words):
+        word = words[i]
+        if word in ("-e", "--expression") and i + 1 < len(words):
+            scripts.append(words[i + 1])
+            i += 1
+        elif word.startswith("--expression="):
+            scripts.append(word.split("=", 1)[1])
+        elif word in ("-f", "--file") or word.startswith("--file="):
+            return []  # a script file: what it does is not in the command
+        elif word.startswith("--in-place"):
+            in_place = True
+        elif word == "--regexp-extended":
+            extended = True
+        elif word.startswith("-") and not word.startswith("--") and word != "-":
+            flags = word[1:].split("i", 1)[0] if "i" in word[1:] else word[1:]  # -i takes a suffix: -i.bak
+            in_place = in_place or "i" in word[1:]
+            extended = extended or "E" in flags or "r" in flags
+        elif not word.startswith("--"):
+            operands.append(word)
+        i += 1
+    if not scripts and operands:
+        scripts.append(operands.pop(0))
+    if not in_place:
+        return []
+    edits = [sed_substitutions(script, extended) for script in scripts]
+    known = () if any(e is None for e in edits) else tuple(x for e in edits for x in e)
+    return [FileWrite(path, None, "sed", edits=known) for path in operands]
+
+
+def sed_substitutions(script: str, extended: bool) -> list[Edit] | None:
+    """The `s/old/new/flags` commands of a sed script as edits; None if it holds anything else."""
+    edits, i = [], 0
+    while i < len(script):
+        if script[i] in " \t\n;":
+            i += 1
+            continue
+        if script[i] != "s" or i + 1 >= len(script):
+            return None
+        delimiter, parts, i = script[i + 1], [], i + 2
+        for _ in range(2):
+            part, i = _sed_part(script, i, delimiter)
+            if part is None:
+                return None
+            parts.append(part)
+        flags = ""
+        while i < len(script) and script[i] not in ";\n":
+            flags += script[i]
+            i += 1
+        if set(flags.strip()) - set("gI"):
+            return None  # p, w, a count: not a plain substitution
+        edits.append(Edit(_sed_regex(parts[0], extended, delimiter), _sed_template(parts[1]), True,
+                          "g" in flags, "I" in flags))
+    return edits
+
+
+def _sed_part(script: str, i: int, delimiter: str) -> tuple[str | None, int]:
+    """The text up to the next unescaped delimiter (an escaped delimiter stands for itself)."""
+    out = []
+    while i < len(script):
+        char = script[i]
+        if char == "\\" and i + 1 < len(script):
+            nxt = script[i + 1]
+            out.append(nxt if nxt == delimiter else char + nxt)
+            i += 2
+        elif char == delimiter:
+            return "".join(out), i + 1
+        else:
+            out.append(char)
+            i += 1
+    return None, i
+
+
+_BRE_ESCAPED = {"(": "(", ")": ")", "{": "{", "}": "}", "+": "+", "?": "?", "|": "|", "<": r"\b", ">": r"\b"}
+
+
+def _sed_regex(pattern: str, extended: bool, delimiter: str) -> str:
+    """A sed regex as Python's: in a basic regex `\\(` groups and a bare `(` is literal."""
+    out, i = [], 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\" and i + 1 < len(pattern):
+            nxt = pattern[i + 1]
+            if nxt in "<>":
+                out.append(r"\b")
+            elif not extended and nxt in _BRE_ESCAPED:
+                out.append(_BRE_ESCAPED[nxt])
+            else:
+                out.append(char + nxt)
+            i += 2
+            continue
+        out.append(re.escape(char) if not extended and char in "(){}+?|" or char == delimiter else char)
+        i += 1
+    return "".join(out)
+
+
+def _sed_template(replacement: str) -> str:
+    """A sed replacement as an `re.sub` template: `&` is the match, `\\1` a group, `\\n` a newline."""
+    out, i = [], 0
+    while i < len(replacement):
+        char = replacement[i]
+        if char == "&":
+            out.append(r"\g<0>")
+        elif char == "\\" and i + 1 < len(replacement):
+            nxt = replacement[i + 1]
+            out.append(rf"\g<{nxt}>" if nxt.isdigit() else "\n" if nxt == "n" else nxt.replace("\\", r"\\"))
+            i += 1
+        else:
+            out.append(char)
+        i += 1
+    return "".join(out)
+
+
+def _pipeline_writes(pipeline: Pipeline, depth: int, stdin: Stdin = None, host: str | None = None) -> list[FileWrite]:
+    """The files a pipeline run on `host` writes; `stdin` is what it reads (an ssh command's heredoc)."""
     writes: list[FileWrite] = []
-    upstream = stdin  # text piped in from the previous stage, when known
+    upstream = stdin  # what the previous stage printed, when known
     for command in pipeline.commands:
         words, sudo = strip_command_prefixes(command.words)
-        own_stdin = _stdin_body(command)
+        own_stdin = _stdin_of(command, host)
         stdin = own_stdin if own_stdin is not None else upstream
         name = program_name(words[0]) if words else ""
         if name == "tee":
             writes += _tee_writes(words[1:], sudo, stdin)
+        elif name in _COPY_OPTIONS_WITH_ARGUMENT:
+            writes += _copy_writes(words, host)
+        elif name == "sed":
+            writes += _sed_writes(words)
         elif depth < _MAX_DEPTH and (script := shell_c_script(words)) is not None:
-            writes += _script_writes(script, depth + 1)
-        elif depth < _MAX_DEPTH and stdin is not None and _is_bare_shell(words):
-            writes += _script_writes(stdin, depth + 1)  # `bash -s <<'EOF' ... EOF`
-        writes += _redirect_writes(command, words, stdin)
-        upstream = _produced_text(words, stdin)
+            writes += _script_writes(script, depth + 1, host)
+        elif depth < _MAX_DEPTH and isinstance(stdin, str) and _is_bare_shell(words):
+            writes += _script_writes(stdin, depth + 1, host)  # `bash -s <<'EOF' ... EOF`
+        writes += _redirect_writes(command, words, stdin, host)
+        upstream = _produced_text(words, stdin, host)
     return writes
 
 
-def _script_writes(script: str, depth: int) -> list[FileWrite]:
-    return [w for p in parse_script(script) for w in _pipeline_writes(p, depth)]
+def _script_writes(script: str, depth: int, host: str | None) -> list[FileWrite]:
+    return [w for p in parse_script(script) for w in _pipeline_writes(p, depth, None, host)]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -530,9 +724,21 @@ def file_write_from_tool(tool: str, tool_input: Mapping[str, object]) -> FileWri
         content = tool_input.get("content")
         return FileWrite(path, content if isinstance(content, str) else None, "write_tool")
     if name in ("edit", "multiedit"):
+        changes = tool_input.get("edits") if name == "multiedit" else [tool_input]
+        edits = tuple(_tool_edit(c) for c in changes if isinstance(c, Mapping)) if isinstance(changes, list) else ()
         new = tool_input.get("newString", tool_input.get("new_string"))
-        return FileWrite(path, new if isinstance(new, str) else None, "edit_tool")
+        # The new text alone stands for the file where its earlier content is not known.
+        return FileWrite(path, new if isinstance(new, str) else None, "edit_tool",
+                         edits=edits if all(edits) else ())
     return None
+
+
+def _tool_edit(change: Mapping[str, object]) -> Edit | None:
+    old = change.get("oldString", change.get("old_string"))
+    new = change.get("newString", change.get("new_string"))
+    if not isinstance(old, str) or not isinstance(new, str):
+        return None
+    return Edit(old, new, False, bool(change.get("replaceAll", change.get("replace_all"))))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -587,11 +793,11 @@ def _ssh_target(command: SimpleCommand) -> _SshTarget | None:
     return _parse_ssh(strip_command_prefixes(command.words)[0])
 
 
-def _remote_script(target: _SshTarget, stdin: str | None) -> tuple[str, str | None]:
-    """The script the remote shell runs and the text on its standard input (ssh's own stdin)."""
+def _remote_script(target: _SshTarget, stdin: Stdin) -> tuple[str, Stdin]:
+    """The script the remote shell runs and what is on its standard input (ssh's own stdin)."""
     # ssh joins its command words with spaces and hands the result to the remote shell.
     remote = " ".join(target.remote_words)
-    if stdin is not None and (not remote or _is_bare_shell(target.remote_words)):
+    if isinstance(stdin, str) and (not remote or _is_bare_shell(target.remote_words)):
         return stdin, None  # `ssh host bash -s <<'EOF' ... EOF`: the heredoc is the remote script
     return remote, stdin
 
@@ -606,8 +812,7 @@ def _sole_shell_script(pipelines: list[Pipeline]) -> str | None:
     return shell_c_script(strip_command_prefixes(command.words)[0])
 
 
-def _steps(script: str, host: str | None, user: str | None, depth: int,
-           stdin: str | None = None) -> list[ShellStep]:
+def _steps(script: str, host: str | None, user: str | None, depth: int, stdin: Stdin = None) -> list[ShellStep]:
     """The steps of `script`, run on `host`; `stdin` is the text the script reads, when known (what
     was sent into `ssh host CMD`), read by its first pipeline."""
     pipelines = parse_script(script)
@@ -621,7 +826,7 @@ def _steps(script: str, host: str | None, user: str | None, depth: int,
     def flush_local_run() -> None:
         if local_run:
             text = script[local_run[0].start : local_run[-1].end].strip()
-            writes = [w for p in local_run for w in _pipeline_writes(p, depth, stdin if p is first else None)]
+            writes = [w for p in local_run for w in _pipeline_writes(p, depth, stdin if p is first else None, host)]
             steps.append(ShellStep(host, user, text, writes))
             local_run.clear()
 
@@ -633,19 +838,19 @@ def _steps(script: str, host: str | None, user: str | None, depth: int,
         flush_local_run()
         upstream = stdin if pipeline is first else None  # what each stage reads, when known
         for command, target in targets:
-            own = _stdin_body(command)
+            own = _stdin_of(command, host)
             received = own if own is not None else upstream
             if target is not None:
                 steps += _ssh_steps(target, depth, received)
                 upstream = None
             else:
-                upstream = _produced_text(strip_command_prefixes(command.words)[0], received)
+                upstream = _produced_text(strip_command_prefixes(command.words)[0], received, host)
         steps += _local_part_of_ssh_pipeline(script, pipeline, targets, host, user, depth)
     flush_local_run()
     return steps
 
 
-def _ssh_steps(target: _SshTarget, depth: int, stdin: str | None) -> list[ShellStep]:
+def _ssh_steps(target: _SshTarget, depth: int, stdin: Stdin) -> list[ShellStep]:
     """The steps ssh runs on its host; `stdin` (a heredoc, or what was piped into ssh) is the remote
     command's standard input, or the remote script itself for a bare `ssh host` or `ssh host bash -s`."""
     remote, remote_stdin = _remote_script(target, stdin)
@@ -664,9 +869,9 @@ def _local_part_of_ssh_pipeline(
 ) -> list[ShellStep]:
     """`ssh h 'cmd' | grep x > out.txt`: the grep and the redirect run where ssh was started."""
     local_commands = [c for c, t in targets if t is None]
-    local_writes = [w for c, t in targets if t is not None for w in _redirect_writes(c, [], None)]
+    local_writes = [w for c, t in targets if t is not None for w in _redirect_writes(c, [], None, host)]
     if local_commands:
-        local_writes += _pipeline_writes(Pipeline(local_commands), depth)
+        local_writes += _pipeline_writes(Pipeline(local_commands), depth, None, host)
     if not local_commands and not local_writes:
         return []
     text = " | ".join(script[c.start : c.end].strip() for c in local_commands)

@@ -10,6 +10,7 @@ SELECT
     l.session_id AS session,
     l.message_id AS message,
     l.message_index,
+    left(split_part(trim(m.text), chr(10), 1), 200) AS message_text,
     l.kind,
     l.changed,
     s.display AS source,
@@ -23,6 +24,7 @@ SELECT
 FROM links AS l
 JOIN sources AS s ON s.source_id = l.source_id
 JOIN runs AS r ON r.source_id = l.source_id AND r.ordinal = l.run
+LEFT JOIN messages AS m ON m.session_id = l.session_id AND m.id = l.message_id
 WHERE ($session IS NULL OR l.session_id = $session)
   AND ($source IS NULL OR s.display = $source OR s.path = $source)
 ORDER BY l.session_id, l.message_index, l.call_id;

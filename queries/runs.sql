@@ -4,7 +4,9 @@
 -- Per-rank figures are rank 0's (TP0, or the untagged rank of a TP=1 server); `host_cache_gb_total`
 -- sums every rank. `weights_*` and `kv_*` are the target model's; the draft model (speculative
 -- decoding) is the rank's second weight load. Memory in GiB (SGLang prints "GB" for GiB on the
--- device); HiCache host memory in decimal GB as SGLang prints it.
+-- device); HiCache host memory in decimal GB as SGLang prints it. `lines_without_time` counts the
+-- run's lines with no time of their own (`journalctl -o cat` drops systemd's): where it is not 0,
+-- a start or end that only such a line shows is missing.
 -- Columns: source, ordinal, end_reason, end_detail
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
 WITH selected_runs AS (
@@ -54,20 +56,12 @@ host_cache AS (
     WHERE kind = 'hicache_host_alloc'
     GROUP BY ALL
 ),
-traffic AS (
-    SELECT r.source_id, r.ordinal AS run,
-        (SELECT count(*) FROM prefill_batches AS p WHERE p.source_id = r.source_id
-            AND p.line_no BETWEEN r.first_line_no AND r.last_line_no) AS prefill_batches,
-        (SELECT count(*) FROM decode_batches AS d WHERE d.source_id = r.source_id
-            AND d.line_no BETWEEN r.first_line_no AND r.last_line_no) AS decode_batches,
-        (SELECT count(*) FROM http_requests AS h WHERE h.source_id = r.source_id
-            AND h.line_no BETWEEN r.first_line_no AND r.last_line_no) AS http_requests,
-        -- One retraction is printed by every rank at once: count distinct (second, figures).
-        (SELECT count(DISTINCT (date_trunc('second', x.ts), x.retracted_reqs, x.new_token_ratio_before,
-                                x.new_token_ratio_after))
-            FROM retractions AS x WHERE x.source_id = r.source_id
-            AND x.line_no BETWEEN r.first_line_no AND r.last_line_no) AS retractions
-    FROM selected_runs AS r
+retractions AS (
+    -- One retraction is printed by every rank at once: count distinct (second, figures).
+    SELECT source_id, run, count(DISTINCT (date_trunc('second', ts), retracted_reqs, new_token_ratio_before,
+                                           new_token_ratio_after)) AS retractions
+    FROM retractions_by_run
+    GROUP BY ALL
 ),
 run_errors AS (
     SELECT source_id, run,
@@ -98,11 +92,12 @@ SELECT
     round(c.available_gpu_mem_gib, 2) AS available_gpu_mem_gib,
     round(h.host_cache_gb_per_rank, 2) AS host_cache_gb_per_rank,
     round(h.host_cache_gb_total, 2) AS host_cache_gb_total,
-    t.prefill_batches,
-    t.decode_batches,
-    t.http_requests,
-    t.retractions,
+    r.prefill_batches,
+    r.decode_batches,
+    r.http_requests,
+    coalesce(x.retractions, 0) AS retractions,
     coalesce(e.errors, []) AS errors,
+    r.lines_without_time,
     cfg.args AS config
 FROM selected_runs AS r
 LEFT JOIN rank0_weights AS w ON w.source_id = r.source_id AND w.run = r.ordinal
@@ -110,7 +105,7 @@ LEFT JOIN rank0_kv AS kv ON kv.source_id = r.source_id AND kv.run = r.ordinal
 LEFT JOIN ranks AS k ON k.source_id = r.source_id AND k.run = r.ordinal
 LEFT JOIN capacity AS c ON c.source_id = r.source_id AND c.run = r.ordinal
 LEFT JOIN host_cache AS h ON h.source_id = r.source_id AND h.run = r.ordinal
-LEFT JOIN traffic AS t ON t.source_id = r.source_id AND t.run = r.ordinal
+LEFT JOIN retractions AS x ON x.source_id = r.source_id AND x.run = r.ordinal
 LEFT JOIN run_errors AS e ON e.source_id = r.source_id AND e.run = r.ordinal
 LEFT JOIN configs AS cfg ON cfg.config_id = r.config_id
 ORDER BY r.source_id, r.ordinal;

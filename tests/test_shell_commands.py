@@ -3,11 +3,15 @@ from pathlib import Path
 
 import pytest
 from logmine.parsers.shell_commands import (
+    Edit,
+    FileRef,
     FileWrite,
     ShellStep,
     file_write_from_tool,
     split_command,
 )
+
+from logmine.file_contents import apply_edits
 
 SAMPLE_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "samples" / "kimi-k25"
 
@@ -199,7 +203,10 @@ def test_file_write_from_tool_calls():
     )
     assert file_write_from_tool(
         "Edit", {"file_path": "/b", "old_string": "o", "new_string": "n"}
-    ) == FileWrite("/b", "n", "edit_tool")
+    ) == FileWrite("/b", "n", "edit_tool", edits=(Edit("o", "n", False, False),))
+    assert file_write_from_tool("MultiEdit", {"file_path": "/b", "edits": [
+        {"old_string": "o", "new_string": "n", "replace_all": True}, {"old_string": "p", "new_string": "q"}]}
+    ).edits == (Edit("o", "n", False, True), Edit("p", "q", False, False))
     assert file_write_from_tool("bash", {"command": "ls"}) is None
 
 
@@ -283,3 +290,65 @@ def test_a_heredoc_sent_into_ssh_is_the_remote_writers_content(command: str, met
 def test_a_heredoc_into_a_bare_remote_shell_is_its_script_not_its_input() -> None:
     steps = split_command(f"ssh kimi-node bash -s <<'EOF'\ncat > /tmp/u <<'X'\n{UNIT_TEXT}X\nEOF")
     assert [(s.host, w.path, w.content) for s in steps for w in s.writes] == [("kimi-node", "/tmp/u", UNIT_TEXT)]
+
+
+# --- copies, in-place edits and files read on stdin: what the new content follows from ------------------
+
+UNIT_FILE = "/etc/systemd/system/x.service"
+
+
+def writes_of(command: str) -> list[tuple[str | None, FileWrite]]:
+    return [(s.host, w) for s in split_command(command) for w in s.writes]
+
+
+@pytest.mark.parametrize("command, host", [
+    ("scp /tmp/x.service root@node:/etc/systemd/system/", None),
+    ("scp -P 2222 -i ~/.ssh/k /tmp/x.service node:/etc/systemd/system/x.service", None),
+    ('rsync -av -e "ssh -p 22" /tmp/x.service node:/etc/systemd/system/x.service', None),
+])
+def test_a_copy_to_another_host_names_its_source_and_where_it_lands(command: str, host: str | None) -> None:
+    assert writes_of(command) == [(host, FileWrite(UNIT_FILE, None, "copy", source=FileRef("/tmp/x.service", None),
+                                                    remote_host="node"))]
+
+
+@pytest.mark.parametrize("command, method", [
+    ("ssh node 'sudo tee /etc/systemd/system/x.service' < /tmp/x.service", "sudo tee"),
+    ("cat /tmp/x.service | ssh node 'sudo tee /etc/systemd/system/x.service >/dev/null'", "sudo tee"),
+    ("ssh node 'cat > /etc/systemd/system/x.service' < /tmp/x.service", "redirect"),
+])
+def test_a_local_file_sent_into_ssh_is_the_remote_writes_source(command: str, method: str) -> None:
+    assert writes_of(command) == [("node", FileWrite(UNIT_FILE, None, method, source=FileRef("/tmp/x.service", None)))]
+
+
+def test_install_and_cp_copy_on_the_steps_host() -> None:
+    assert writes_of("ssh node 'sudo install -m 644 /tmp/x.service /etc/systemd/system/x.service'") == [
+        ("node", FileWrite(UNIT_FILE, None, "copy", source=FileRef("/tmp/x.service", "node")))]
+    assert writes_of("ssh node 'sudo install -d /etc/x'") == []
+
+
+@pytest.mark.parametrize("command, edits", [
+    ("ssh node \"sudo sed -i 's/--hicache-ratio 2/--hicache-ratio 4/' /etc/systemd/system/x.service\"",
+     (Edit("--hicache-ratio 2", "--hicache-ratio 4", True, False),)),
+    ("sed -i.bak -E -e 's|(ratio) [0-9.]+|\\1 4|g' /etc/systemd/system/x.service",
+     (Edit("(ratio) [0-9.]+", "\\g<1> 4", True, True),)),
+    ("sed -i '/hicache/d' /etc/systemd/system/x.service", ()),  # deletes a line: not followed
+])
+def test_sed_in_place_is_an_edit_with_its_substitutions(command: str, edits: tuple) -> None:
+    (_host, write), = writes_of(command)
+    assert (write.path, write.method, write.edits) == (UNIT_FILE, "sed", edits)
+
+
+def test_sed_without_in_place_writes_nothing() -> None:
+    assert writes_of("sed -n 's/a/b/p' /etc/systemd/system/x.service") == []
+
+
+@pytest.mark.parametrize("command, before, after", [
+    ("sed -i 's/ratio 2/ratio 4/' f", "a ratio 2 b ratio 2\nratio 2\n", "a ratio 4 b ratio 2\nratio 4\n"),
+    ("sed -i 's/ratio 2/ratio 4/g' f", "ratio 2 ratio 2\n", "ratio 4 ratio 4\n"),
+    ("sed -i 's/\\(--hicache-ratio\\) [0-9.]*/\\1 4.0/' f", "x --hicache-ratio 2.0 y\n", "x --hicache-ratio 4.0 y\n"),
+    ("sed -i 's/f(x)/g(&)/' f", "f(x)\n", "g(f(x))\n"),  # a basic regex's ( is literal; & the match
+    ("sed -i -e 's#/old/path#/new/path#' -e 's/ a$/ b/' f", "/old/path a\n", "/new/path b\n"),
+])
+def test_sed_substitutions_read_as_sed_would(command: str, before: str, after: str) -> None:
+    (_host, write), = writes_of(command)
+    assert apply_edits(before, write.edits) == after

@@ -132,3 +132,25 @@ def test_the_table_rules_in_one_process() -> None:
     assert records.splitlines() == ["-[ RECORD 1 ]-----------------", "a_long_figure_name  │ 1.5",
                                     "another_long_figure │ 2"]
     assert render(rows, "tsv", columns=["text", "run"]).splitlines()[1] == "word " * 39 + "word \t1"
+
+
+# Log text that would act on a terminal: OSC 52 (write the clipboard), OSC 8 (a link), OSC 0 (the title),
+# a C1 CSI and a right-to-left override.
+ACTING = "\x1b]52;c;cm0gLXJmIH4=\x07 \x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\ \x1b]0;pwned\x07 \x9b2J \u202etxt"
+
+
+def test_text_that_would_act_on_a_terminal_is_shown_escaped_there_and_kept_in_piped_csv(tmp_path: Path) -> None:
+    name = "odd\x1b]0;t\x07\nname.log"
+    log = tmp_path / name
+    log.write_text(f"[2026-03-01 10:00:00 TP0] unknown {ACTING}\n")
+    db = tmp_path / "t.duckdb"
+    summary = in_terminal(200, "ingest", str(log), "--db", str(db))
+    # (the progress bar on stderr moves the cursor: only the name's own sequence is looked for)
+    assert "\x1b]0;t" not in summary and "odd\\x1b]0;t\\x07\\x0aname.log: new" in summary
+    for fmt in ("table", "csv", "tsv", "markdown", "json"):
+        shown = in_terminal(400, "unparsed", "--db", str(db), "--format", fmt, rows=200)
+        assert not any(c in shown for c in "\x1b\x07\x9b\u202e"), fmt
+        assert ("\\u001b]52" if fmt == "json" else "\\x1b]52;c;") in shown, fmt
+    piped = subprocess.run([sys.executable, "-m", "logmine", "unparsed", "--db", str(db), "--format", "csv"],
+                           capture_output=True, text=True, check=True).stdout
+    assert ACTING in piped  # a file of the data keeps it as logged

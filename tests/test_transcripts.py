@@ -602,3 +602,44 @@ def test_a_unit_file_the_agent_printed_is_the_state_its_first_write_changed(tmp_
         ["unit_file", "node", "/etc/systemd/system/x.service"],
     ]
     assert changes["changed"].tolist()[2] == {"hicache_ratio": [2, 4]}
+
+
+def test_copies_edits_and_drop_ins_are_followed_from_the_content_known_before(tmp_path):
+    """A unit written locally, copied to the server, edited there with sed and with a drop-in: each
+    step's configuration follows from the last known content of the file."""
+    from logmine import api
+
+    unit = ("[Service]\nExecStart=/usr/bin/python3 -m sglang.launch_server --model-path /m "
+            "--hicache-ratio 2.0 --tp 8\n")
+    calls = [
+        {"type": "tool_use", "id": "t1", "name": "Write", "input": {"file_path": "/tmp/x.service", "content": unit}},
+        {"type": "tool_use", "id": "t2", "name": "Bash",
+         "input": {"command": "scp /tmp/x.service root@node:/etc/systemd/system/x.service"}},
+        {"type": "tool_use", "id": "t3", "name": "Bash", "input": {
+            "command": "ssh node \"sudo sed -i 's/--hicache-ratio 2.0/--hicache-ratio 4.0/' "
+                       "/etc/systemd/system/x.service\""}},
+        {"type": "tool_use", "id": "t4", "name": "Bash", "input": {
+            "command": "ssh node 'sudo tee /etc/systemd/system/x.service.d/override.conf' <<'EOF'\n"
+                       "[Service]\nExecStart=\nExecStart=/usr/bin/python3 -m sglang.launch_server --model-path /m "
+                       "--hicache-ratio 4.0 --tp 4\nEOF"}},
+    ]
+    lines = [claude_line("user", "u0", "2026-01-01T00:00:00Z", {"role": "user", "content": "go"})]
+    for i, call in enumerate(calls):
+        lines += [claude_line("assistant", f"a{i}", f"2026-01-01T00:00:0{2 * i + 1}Z",
+                              {**assistant_block(call, 1), "id": f"msg_{i}"}),
+                  claude_line("user", f"r{i}", f"2026-01-01T00:00:0{2 * i + 2}Z", {"role": "user", "content": [
+                      {"type": "tool_result", "tool_use_id": call["id"], "content": "ok"}]})]
+    api.ingest([str(write_lines(tmp_path / "s1.jsonl", lines))], db=tmp_path / "t.duckdb")
+    with api.open_db(tmp_path / "t.duckdb") as con:
+        changes = api.query(con, "config-changes")
+        writes = api.sql(con, "SELECT method, host, path, content FROM file_writes ORDER BY message_index")
+    assert writes[["method", "host", "path"]].fillna("-").values.tolist() == [
+        ["write_tool", "-", "/tmp/x.service"], ["copy", "node", UNIT_PATH], ["sed", "node", UNIT_PATH],
+        ["sudo tee", "node", UNIT_PATH + ".d/override.conf"]]
+    assert "--hicache-ratio 4.0 --tp 8" in writes["content"][2]
+    node = changes[changes["host"] == "node"]
+    assert node["path"].tolist() == [UNIT_PATH] * 3
+    assert node["changed"].tolist()[1:] == [{"hicache_ratio": [2.0, 4.0]}, {"tp_size": [8, 4]}]
+
+
+UNIT_PATH = "/etc/systemd/system/x.service"

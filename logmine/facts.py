@@ -1,0 +1,85 @@
+"""Facts: the entities of each message's sentences as rows, quantities normalised to bytes, seconds, tokens.
+
+A row says where the fact is (session, message, sentence, character span in the message's text), what
+kind it is, its raw text, and for a quantity its value as written and normalised (`value`, `unit`:
+`bytes`, `seconds`, `tokens`, `tokens/s`, `percent`, `factor`, `bytes/token`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from spacy.tokens import Span
+
+from .nlp import units
+
+APPROXIMATE_MARKS = ("~", "≈")
+MAGNITUDES = {"k": 1e3, "K": 1e3, "M": 1e6}
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A number with a unit as written, and normalised to its dimension's base unit."""
+
+    written: float
+    written_unit: str       # canonical: GB, GiB, tokens, s, min ...
+    dimension: str          # bytes, seconds, tokens, ...
+    value: float            # in the dimension's base unit
+    factor: float           # base units per written unit
+    step: float             # a unit of the last digit as written ("41.7" -> 0.1, "25k" -> 1000)
+    approximate: bool       # "~41.7", "about 40"
+    high: float | None = None  # the upper end of a range ("15-25k tokens"), in the written unit
+
+
+def number(text: str) -> tuple[float, float] | None:
+    """The value and a unit of its last digit: '~58,417' -> (58417.0, 1.0); '25k' -> (25000.0, 1000.0)."""
+    text = text.lstrip("~≈+±").replace(",", "")
+    scale = MAGNITUDES.get(text[-1:], 1.0)
+    if scale != 1.0:
+        text = text[:-1]
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    decimals = len(text.split(".")[1]) if "." in text and "e" not in text.lower() else 0
+    return value * scale, 10.0 ** -decimals * scale
+
+
+def quantity(span: Span) -> Quantity | None:
+    """The Quantity of a QUANTITY entity, or None when its text does not parse."""
+    table = units()
+    numbers = [t for t in span if t.norm_ == "§num"]
+    unit_token = next((t for t in reversed(span) if t.text in table or t.lower_ in table), None)
+    if not numbers or unit_token is None:
+        return None
+    parsed = number(numbers[0].text)
+    if parsed is None:
+        return None
+    canonical, dimension, factor = table.get(unit_token.text) or table[unit_token.lower_]
+    high = number(numbers[1].text)[0] if len(numbers) > 1 and number(numbers[1].text) else None
+    written, step = parsed
+    approximate = numbers[0].text.startswith(APPROXIMATE_MARKS) or (
+        span.start > 0 and span.doc[span.start - 1].lower_ in ("~", "about", "roughly", "around", "approximately"))
+    return Quantity(written, canonical, dimension, written * factor, factor, step, approximate, high)
+
+
+def fact_rows(doc_span: Span, base: dict, sentence_no: int, offset: int) -> list[dict]:
+    """One row per entity of a sentence; `offset` is the sentence's line offset in the message text."""
+    rows = []
+    for ent in doc_span.ents:
+        row = {**base, "sentence": sentence_no, "span_start": offset + ent.start_char,
+               "span_end": offset + ent.end_char, "kind": ent.label_.lower(), "text": ent.text,
+               "value": None, "unit": None, "written_value": None, "written_unit": None, "detail": None}
+        if ent.label_ == "QUANTITY":
+            q = quantity(ent)
+            if q is not None:
+                row.update(value=q.value, unit=q.dimension, written_value=q.written, written_unit=q.written_unit,
+                           detail="approximate" if q.approximate else ("range" if q.high is not None else None))
+        elif ent.label_ == "FLAG":
+            name, _, value = ent.text.replace("=", " ", 1).partition(" ")
+            parsed = number(value.strip()) if value.strip() else None
+            row.update(detail=name, value=parsed[0] if parsed else None)
+        else:
+            row["detail"] = ent.text.lower()
+        rows.append(row)
+    return rows

@@ -1,0 +1,95 @@
+-- measurements: every figure a run's log measured that an agent's claim can speak of, one row per run,
+-- quantity and scope, with the line it was read from.
+--
+-- `scope` is `rank` (rank 0's figure) or `total` (the sum over ranks, byte quantities only). `unit` is
+-- the unit as the log prints it and `bytes_per_unit` what it means: SGLang prints device memory as
+-- "GB" but divides by 2^30 (GiB), and HiCache host memory as "GB" in decimal. `reserve` is SGLang's
+-- own rule, memory before weight loading x (1 - mem_fraction_static); `draft_model` is the draft
+-- model's weights plus its KV pool; `host_cache_requested` and `host_free` come from HiCache's "not enough
+-- host memory" error. `claims` checks the agent's numbers against these rows.
+-- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
+WITH rank0 AS (
+    SELECT 'weights' AS quantity, source_id, run, mem_usage_gib AS value, 'GB' AS unit, line_no
+    FROM weight_loads_by_run WHERE is_rank0 AND kind = 'load_weight_end' AND model_role = 'target'
+    UNION ALL SELECT 'gpu_before_load', source_id, run, avail_mem_gib, 'GB', line_no
+    FROM weight_loads_by_run WHERE is_rank0 AND kind = 'load_weight_begin' AND model_role = 'target'
+    UNION ALL SELECT 'after_weights', source_id, run, avail_mem_gib, 'GB', line_no
+    FROM weight_loads_by_run WHERE is_rank0 AND kind = 'load_weight_end' AND model_role = 'target'
+    UNION ALL SELECT 'draft_weights', source_id, run, mem_usage_gib, 'GB', line_no
+    FROM weight_loads_by_run WHERE is_rank0 AND kind = 'load_weight_end' AND model_role = 'draft'
+    UNION ALL SELECT 'weights_time', source_id, run, elapsed_s, 's', line_no
+    FROM weight_loads_by_run WHERE is_rank0 AND kind = 'load_weight_end' AND model_role = 'target'
+    UNION ALL SELECT 'kv_size', source_id, run, coalesce(kv_size_gib, k_size_gib + v_size_gib), 'GB', line_no
+    FROM kv_cache_by_run WHERE is_rank0 AND kind = 'kv_cache_allocated' AND model_role = 'target'
+    UNION ALL SELECT 'kv_tokens', source_id, run, tokens, 'tokens', line_no
+    FROM kv_cache_by_run WHERE is_rank0 AND kind = 'kv_cache_allocated' AND model_role = 'target'
+    UNION ALL SELECT 'draft_kv', source_id, run, coalesce(kv_size_gib, k_size_gib + v_size_gib), 'GB', line_no
+    FROM kv_cache_by_run WHERE is_rank0 AND kind = 'kv_cache_allocated' AND model_role = 'draft'
+    UNION ALL SELECT 'memory_pool_free', source_id, run, avail_mem_gib, 'GB', line_no
+    FROM memory_pool_by_run WHERE is_rank0 AND kind = 'memory_pool_end' AND model_role = 'target'
+    UNION ALL SELECT 'cuda_graph_memory', source_id, run, mem_usage_gib, 'GB', line_no
+    FROM cuda_graphs_by_run WHERE is_rank0 AND kind = 'cuda_graph_end' AND model_role = 'target'
+                             AND coalesce(role, '') <> 'draft'
+    UNION ALL SELECT 'cuda_graph_time', source_id, run, elapsed_s, 's', line_no
+    FROM cuda_graphs_by_run WHERE is_rank0 AND kind = 'cuda_graph_end' AND model_role = 'target'
+                             AND coalesce(role, '') <> 'draft'
+    UNION ALL SELECT 'draft_graph_memory', source_id, run, mem_usage_gib, 'GB', line_no
+    FROM cuda_graphs_by_run WHERE is_rank0 AND kind = 'cuda_graph_end' AND (role = 'draft' OR model_role = 'draft')
+    UNION ALL SELECT 'available_gpu_memory', source_id, run, available_gpu_mem_gib, 'GB', line_no
+    FROM capacity_by_run WHERE is_rank0 AND available_gpu_mem_gib IS NOT NULL
+    UNION ALL SELECT 'host_cache', source_id, run, host_gb, 'GB', line_no
+    FROM host_cache_by_run WHERE is_rank0 AND kind = 'hicache_host_alloc'
+    UNION ALL SELECT 'host_cache_requested', source_id, run, requested_gb, 'GB', line_no
+    FROM host_cache_by_run WHERE is_rank0 AND kind = 'host_memory_short'
+    UNION ALL SELECT 'host_free', source_id, run, free_gb, 'GB', line_no
+    FROM host_cache_by_run WHERE is_rank0 AND kind = 'host_memory_short'
+),
+first_per_run AS (  -- a rank logs a figure once per run; a repeat (a retried step) keeps the first
+    SELECT quantity, source_id, run, arg_min(value, line_no) AS value, any_value(unit) AS unit,
+           min(line_no) AS line_no
+    FROM rank0 WHERE value IS NOT NULL GROUP BY ALL
+),
+mem_fraction AS (
+    SELECT r.source_id, r.ordinal AS run,
+           TRY_CAST(json_extract(c.args, '$.mem_fraction_static') AS DOUBLE) AS mem_fraction_static,
+           (SELECT min(a.line_no) FROM server_args AS a WHERE a.source_id = r.source_id
+               AND a.line_no BETWEEN r.first_line_no AND r.last_line_no) AS line_no
+    FROM runs AS r JOIN configs AS c USING (config_id)
+),
+derived AS (
+    SELECT 'reserve' AS quantity, b.source_id, b.run, b.value * (1 - m.mem_fraction_static) AS value,
+           'GB' AS unit, b.line_no
+    FROM first_per_run AS b JOIN mem_fraction AS m USING (source_id, run) WHERE b.quantity = 'gpu_before_load'
+    UNION ALL SELECT 'mem_fraction_static', source_id, run, mem_fraction_static, 'fraction', line_no
+    FROM mem_fraction WHERE mem_fraction_static IS NOT NULL
+    UNION ALL SELECT 'draft_model', w.source_id, w.run, w.value + k.value, 'GB', k.line_no
+    FROM first_per_run AS w JOIN first_per_run AS k USING (source_id, run)
+    WHERE w.quantity = 'draft_weights' AND k.quantity = 'draft_kv'
+    UNION ALL SELECT 'load_time', r.source_id, r.ordinal, epoch(r.ready_at) - epoch(r.started_at), 's',
+           (SELECT min(l.line_no) FROM lines AS l WHERE l.source_id = r.source_id AND l.ts = r.ready_at
+               AND l.line_no BETWEEN r.first_line_no AND r.last_line_no)
+    FROM runs AS r WHERE r.ready_at IS NOT NULL
+),
+totals AS (  -- byte figures summed over every rank that logged them
+    SELECT 'host_cache' AS quantity, source_id, run, sum(host_gb) AS value, 'GB' AS unit, min(line_no) AS line_no,
+           count(*) AS ranks
+    FROM host_cache_by_run WHERE kind = 'hicache_host_alloc' GROUP BY ALL
+    UNION ALL SELECT 'kv_size', source_id, run, sum(coalesce(kv_size_gib, k_size_gib + v_size_gib)), 'GB',
+           min(line_no), count(*)
+    FROM kv_cache_by_run WHERE kind = 'kv_cache_allocated' AND model_role = 'target' GROUP BY ALL
+    UNION ALL SELECT 'weights', source_id, run, sum(mem_usage_gib), 'GB', min(line_no), count(*)
+    FROM weight_loads_by_run WHERE kind = 'load_weight_end' AND model_role = 'target' GROUP BY ALL
+),
+everything AS (
+    SELECT *, 'rank' AS scope, NULL::BIGINT AS ranks FROM first_per_run
+    UNION ALL SELECT *, 'rank', NULL FROM derived
+    UNION ALL SELECT quantity, source_id, run, value, unit, line_no, 'total', ranks FROM totals
+)
+SELECT s.display AS source, e.source_id, e.run, e.quantity, e.scope, round(e.value, 4) AS value, e.unit,
+       CASE WHEN e.unit <> 'GB' THEN NULL WHEN e.quantity LIKE 'host%' THEN 1e9 ELSE 2^30 END AS bytes_per_unit,
+       e.line_no, e.ranks,
+       s.display || ':' || e.line_no AS measured_source
+FROM everything AS e JOIN sources AS s USING (source_id)
+WHERE ($source IS NULL OR s.display = $source OR s.path = $source)
+  AND ($run IS NULL OR e.run = $run)
+ORDER BY e.source_id, e.run, e.quantity, e.scope;
