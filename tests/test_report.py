@@ -129,7 +129,10 @@ def test_kimi_report_shows_the_scenario_as_a_browser_renders_it(kimi: dict) -> N
     assert "“What about hicache?”" in seen
     assert "All 26 tool calls, in order; 1 failed" in seen  # message 22's, which the bash tool's timeout ended
     assert "Tool calls the tool ended (timeouts, interrupts, denials) message tool ended by after command 22" in seen
-    assert "claims, checked" not in seen  # no claims query on this branch: the table is absent
+    # The agent's claims (knowledge extraction's query), inconsistent first: the GiB/GB mix-up of message 22.
+    claims = seen.split("The agent's claims, checked against the logs")[1]
+    assert claims.index("inconsistent") < claims.index("consistent message")
+    assert "4 x 10.42 = ~41.7 GB per GPU" in claims and "GiB written as GB" in claims
     # Citations: the figure's line, shown with it (hover chip with the line's text inside).
     assert "journal.txt:1517" in seen and "Allocating 44.77 GB host memory for hierarchical KV cache" in seen
     for section in ("Summary", "Timeline of every run", "Why each run ended", "Memory budget per configuration",
@@ -215,21 +218,22 @@ def test_cli_writes_by_suffix_and_to_stdout(tmp_path: Path, ingested: Callable[.
     assert done.exit_code != 0 and "unknown report suffix '.pdf'" in str(done.exception or done.output)
 
 
-def test_claims_table_once_the_claims_query_exists(monkeypatch: pytest.MonkeyPatch,
+def test_claims_table_puts_inconsistent_first(monkeypatch: pytest.MonkeyPatch,
                                                    ingested: Callable[..., duckdb.DuckDBPyConnection]) -> None:
-    """Knowledge extraction ships `queries/claims.sql`; until then a stand-in with its columns shows the table."""
+    """The claims table from rows chosen for it (the claims query's columns): every verdict, inconsistent first."""
     claims = pd.DataFrame({
         "session": ["s1", "s1", "s1"], "message": [3, 5, 6], "text": ["KV pool 37.36 GB", "~334 GB total", "maybe"],
         "value": [37.36, 334.0, None], "unit": ["GB", "GB", None], "measured": [37.36, 358.16, None],
         "measured_source": ["journal run 1 TP0", "journal run 3: sum of 8 lines", None],
         "verdict": ["consistent", "inconsistent", "unverifiable"]})
-    real_names, real_run = named_queries.names, named_queries.run
-    monkeypatch.setattr(named_queries, "names", lambda: [*real_names(), "claims"])
+    real_run = named_queries.run
     monkeypatch.setattr(named_queries, "run",
                         lambda con, name, **params: claims if name == "claims" else real_run(con, name, **params))
     con = ingested(DEMO / "journal.txt", DEMO / "session.opencode.json")
     md = api.report(con, fmt="markdown")
     con.close()
-    table = md.split("### The agent's claims, checked against the logs")[1].split("\n\n")[1].splitlines()
-    assert [row.split(" | ")[0] for row in table[2:]] == ["| inconsistent", "| unverifiable", "| consistent"]
-    assert "~334 GB total | 334.00 GB | 358.16 | journal run 3: sum of 8 lines" in table[2]
+    counts, table = md.split("### The agent's claims, checked against the logs")[1].split("\n\n")[1:3]
+    assert counts.strip() == "1 inconsistent, 1 consistent, 1 unverifiable."
+    table = table.splitlines()
+    assert [row.split(" | ")[0] for row in table[2:]] == ["| inconsistent", "| consistent", "| unverifiable"]
+    assert "~334 GB total | 334.00 GB | 358.16 GB | journal run 3: sum of 8 lines" in table[2]

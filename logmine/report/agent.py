@@ -4,11 +4,25 @@ from __future__ import annotations
 
 import json
 
-from .data import ReportData, short_session
+import pandas as pd
+
+from .data import ReportData, short_session, short_source
 from .model import Folded, Heading, Section, Table, Text
 from .words import missing, number, plural, quote, seconds
 
-VERDICT_ORDER = {"inconsistent": 0, "unverifiable": 1, "consistent": 2}
+VERDICT_ORDER = {"inconsistent": 0, "consistent": 1, "unverifiable": 2}
+
+
+def claim_row(data: ReportData, claim: pd.Series) -> list[Text]:
+    """A claim: its verdict, the message it is in (cited), the figure written and the one measured."""
+    index = claim.get("message_index")
+    message = (Text(f"message {int(index)}", data.cite_message(claim["session"], int(index)))
+                if not missing(index) else Text(claim["message"]))
+    unit = "" if missing(claim["unit"]) else f" {claim['unit']}"
+    measured = "" if missing(claim["measured"]) else f"{number(claim['measured'])}{unit}"
+    where = "" if missing(claim["measured_source"]) else short_source(str(claim["measured_source"]))
+    return [Text(claim["verdict"]), message, Text(quote(str(claim["text"]), 200)),
+            Text(f"{number(claim['value'])}{unit}"), Text(measured), Text(where), Text(claim.get("cause"))]
 
 
 def agent_section(data: ReportData) -> Section | None:
@@ -48,10 +62,10 @@ def agent_section(data: ReportData) -> Section | None:
     claims = data.claims
     if claims is not None and not claims.empty:
         ordered = claims.assign(_order=claims["verdict"].map(VERDICT_ORDER).fillna(3)).sort_values(
-            ["_order", "session", "message"], kind="stable")
+            "_order", kind="stable")
+        counts = ordered["verdict"].value_counts()
         blocks += [Heading("The agent's claims, checked against the logs"),
-                   Table(["verdict", "message", "claim", "value", "measured", "measured from"],
-                         [[Text(str(c["verdict"])), Text(str(c["message"])), Text(quote(str(c["text"]), 200)),
-                           Text(f"{number(c['value'])} {c['unit'] or ''}".strip()), Text(number(c["measured"])),
-                           Text(str(c["measured_source"] or ""))] for _, c in ordered.iterrows()])]
+                   Text(", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICT_ORDER) + "."),
+                   Table(["verdict", "message", "claim", "value", "measured", "measured at", "why"],
+                         [claim_row(data, c) for _, c in ordered.iterrows()])]
     return Section("The agent", blocks, "agent")

@@ -61,4 +61,18 @@ def summary_section(data: ReportData) -> Section | None:
             f"The last configuration's KV pool holds {number(run['kv_tokens'])} tokens "
             f"({number(run['kv_gib_per_rank'])} GiB) on each of its {plural(int(run['ranks']), 'rank')}.",
             data.cite(source, ordinal, "kv_pool")))
+    claims = data.claims
+    if claims is not None and not claims.empty:
+        wrong = claims[claims["verdict"] == "inconsistent"]
+        checked = claims[claims["verdict"] != "unverifiable"]
+        words = f"Of the agent's {plural(len(checked), 'figure')} the logs can check, {len(wrong)} disagree"
+        if not wrong.empty:
+            first = wrong.iloc[0]
+            measured = f"{number(first['measured'])} {'' if missing(first['unit']) else first['unit']}".rstrip()
+            words += f", first “{quote(str(first['text']), 80)}” where the log measured {measured}"
+            if not missing(first.get("cause")):
+                words += f" ({first['cause']})"
+        cites = ([] if wrong.empty or "message_index" not in wrong
+                 else data.cite_message(wrong.iloc[0]["session"], int(wrong.iloc[0]["message_index"])))
+        sentences.append(Text(words + ".", cites))
     return Section("Summary", sentences, "summary")
