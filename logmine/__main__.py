@@ -11,6 +11,10 @@ from .process_tuning import single_threaded_blas
 
 
 def run() -> None:
+    if sys.argv[1:2] == ["ingest"]:
+        from . import interrupts
+
+        interrupts.install()  # first: a Ctrl-C while the modules load must not print an import's traceback
     single_threaded_blas()
     if sys.argv[1:2] == ["ingest"]:
         from .worker_process import start_early

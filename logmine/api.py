@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -62,42 +63,87 @@ class Report:
 
 
 def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None = None, tz: str | None = None,
-           progress: Progress | None = None) -> Report:
+           progress: Progress | None = None, redact: bool = False) -> Report:
     """Parse the inputs into typed events in the DuckDB file `db` (created if missing).
 
     Logs and transcripts are stored, and runs, configs, diffs and links recomputed, in one
-    transaction: if anything fails or the process is interrupted, the tables are as they were before.
+    transaction: if the process is interrupted, the tables are as they were before. An input that
+    cannot be read costs only itself: its rows are not kept, the others are, and the report's
+    `failed` names it with its reason.
+
+    `redact` replaces secrets before they are stored (`logmine.redact`), in this ingest and, kept as a
+    setting of the database, in every later one. A database the ingest creates is readable by its owner
+    only (and so are its write-ahead log and temporary files).
     """
-    from . import derive, knowledge, transcripts
-    from .ingest import ingest_logs
+    from . import interrupts
     from .inputs import classify_inputs
-    from .store import run
 
     utc_offset = parse_offset(tz) if tz else None
-    log_paths, transcript_paths = classify_inputs(paths)
-    con = connect(db)
+    log_paths, transcript_paths, skipped = classify_inputs(paths)
+    interrupts.check()  # before the database file is made
+    created = str(db) != ":memory:" and not Path(db).exists()
+    umask = os.umask(0o077)  # the database, its write-ahead log and temporary files hold what the logs hold
     try:
-        run(con, f"SET memory_limit = '{INGEST_MEMORY}'")
-        run(con, "SET threads = 1")  # the parse worker has the other core
-        transcripts.ensure_tables(con)
-        run(con, "BEGIN TRANSACTION")
+        con = connect(db)
         try:
-            report = Report(ingest_logs(con, log_paths, envelope=envelope, progress=progress))
-            run(con, "RESET threads")  # the worker is done: the queries below may use every core
-            for path, fmt in transcript_paths:
-                report.transcripts.append(transcripts.ingest_transcript(con, path, fmt))
-            derive.rebuild(con, utc_offset=utc_offset)
-            untimed = dict(run(con, "SELECT source_id, sum(lines_without_time) FROM runs GROUP BY ALL"))
-            for source in report.logs.sources:
-                source.lines_without_time = int(untimed.get(source.source_id) or 0)
-            knowledge.rebuild(con)  # facts, claims, decisions; spaCy only when a transcript has text
-            run(con, "COMMIT")
+            report = _ingest_in_transaction(con, log_paths, transcript_paths, skipped, envelope, utc_offset,
+                                            progress, redact)
         except BaseException:
-            run(con, "ROLLBACK")
+            con.close()
+            if created:  # as it was: no database
+                for leftover in (Path(db), Path(f"{db}.wal")):
+                    leftover.unlink(missing_ok=True)
             raise
+        finally:
+            con.close()
     finally:
-        con.close()
+        os.umask(umask)
     report.logs.db = str(db)
+    return report
+
+
+def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, log_paths: list[str],
+                           transcript_paths: list[tuple[Path, str]], skipped: list[str], envelope: str | None,
+                           utc_offset: timedelta | None, progress: Progress | None, redact: bool) -> Report:
+    import duckdb
+
+    from . import derive, interrupts, knowledge, transcripts
+    from .ingest import failure_line, ingest_logs
+    from .redact import Redactor
+    from .store import run, save_setting, setting
+
+    run(con, f"SET memory_limit = '{INGEST_MEMORY}'")
+    run(con, "SET threads = 1")  # the parse worker has the other core
+    run(con, "BEGIN TRANSACTION")
+    try:
+        redact = redact or setting(con, "redact") == "on"
+        if redact:
+            save_setting(con, "redact", "on")
+        transcripts.ensure_tables(con)
+        report = Report(ingest_logs(con, log_paths, envelope=envelope, progress=progress, redact=redact))
+        run(con, "RESET threads")  # the worker is done: the queries below may use every core
+        report.logs.failed[:0] = skipped
+        redactor = Redactor() if redact and transcript_paths else None
+        for path, fmt in transcript_paths:
+            interrupts.check()
+            try:
+                report.transcripts.append(transcripts.ingest_transcript(con, path, fmt, redactor))
+            except duckdb.Error:
+                raise
+            except Exception as exc:  # this transcript is bad: it costs only itself
+                report.logs.failed.append(failure_line(str(path), exc))
+        interrupts.check()
+        derive.rebuild(con, utc_offset=utc_offset)
+        untimed = dict(run(con, "SELECT source_id, sum(lines_without_time) FROM runs GROUP BY ALL"))
+        for source in report.logs.sources:
+            source.lines_without_time = int(untimed.get(source.source_id) or 0)
+        interrupts.check()
+        knowledge.rebuild(con)  # facts, claims, decisions; spaCy only when a transcript has text
+        interrupts.check()  # the last moment at which stopping leaves the database as it was
+    except BaseException:
+        run(con, "ROLLBACK")
+        raise
+    run(con, "COMMIT")
     return report
 
 
@@ -290,6 +336,8 @@ def summary_text(summary: dict) -> str:
                    f"{t['messages']} messages, {t['tool_calls']} tool calls, "
                    f"{t['unknown_records']} unknown records kept")
         out.extend(f"  skipped malformed input: {visible(p, one_line=True)}" for p in t["problems"][:20])
+    if summary["failed"]:
+        out.append(f"not stored, could not be read: {len(summary['failed'])} input(s) (listed on stderr)")
     kinds = summary["by_kind"]
     if kinds:
         width = max(len(k) for k in kinds)

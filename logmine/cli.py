@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from . import api, named_queries
+from . import api, interrupts, named_queries
 from .render import FORMATS as OUTPUT_FORMATS
 from .render import Rows, clip, render, visible
 from .store import DEFAULT_DB
@@ -23,6 +23,8 @@ from .terminal import emit
 if TYPE_CHECKING:
     import pandas as pd
 
+# Exit codes: 1 when some inputs could not be read (the others were stored), 2 when nothing was done.
+INPUT_FAILED = 1
 DB_OPTION = click.option("--db", default=DEFAULT_DB, show_default=True, help="DuckDB database file.")
 
 
@@ -64,7 +66,11 @@ def main() -> None:
 @click.option("--format", "envelope", default=None, cls=EnvelopeOption)
 @click.option("--tz", default=None, help="UTC offset of the journal's local time, e.g. +01:00 (else inferred).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
-def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None, as_json: bool) -> None:
+@click.option("--redact", is_flag=True,
+              help="Replace secrets (tokens, keys, passwords) before they are stored, now and in every later "
+                   "ingest into this database.")
+def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None, as_json: bool,
+           redact: bool) -> None:
     """Ingest SGLang logs/journals and agent transcripts (files, directories, or - for stdin)."""
     from .process_tuning import tune_for_ingest
     from .sources import InputError
@@ -72,14 +78,19 @@ def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None
     tune_for_ingest()
     with api.progress_bar(enabled=not as_json) as progress:
         try:
-            report = api.ingest(list(paths), db=db, envelope=envelope, tz=tz, progress=progress)
+            report = api.ingest(list(paths), db=db, envelope=envelope, tz=tz, progress=progress, redact=redact)
         except (InputError, FileNotFoundError) as exc:
             fail(str(exc))
+    interrupts.check(committed=True)
     summary = report.as_dict()
     if as_json:
         click.echo(json.dumps(summary, indent=2, default=str))
-        return
-    emit(api.summary_text(summary), pager=False)
+    else:
+        emit(api.summary_text(summary), pager=False)
+    for line in summary["failed"]:
+        click.echo(f"logmine: {visible(line, one_line=True)}", err=True)
+    if summary["failed"]:
+        sys.exit(INPUT_FAILED)
 
 
 @main.command()
@@ -249,6 +260,9 @@ def run() -> None:
         main(standalone_mode=True)
     except (LookupError, FileNotFoundError) as exc:
         fail(str(exc).strip("'\""))
+    except interrupts.Interrupted as exc:
+        click.echo(f"logmine: {exc.message()}", err=True)
+        sys.exit(130)
     except KeyboardInterrupt:
         click.echo("logmine: interrupted; the database's tables are as they were", err=True)
         sys.exit(130)

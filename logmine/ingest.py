@@ -28,11 +28,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import interrupts
 from .parsers.envelopes import FORMATS, TimeContext, detect_format, infer_context
 from .parsers.events import COMMON_COLUMNS, EVENT_TABLES
 from .parsers.log_lines import LINE_COLUMNS, ColumnBatch, LineParser, table_columns
 from .parsers.sglang import expand_stats
+from .parsers.transcripts.model import TranscriptUnreadable
 from .process_tuning import tune_for_ingest
+from .redact import Redactor
 from .shared_batches import SharedSlots
 from .sources import (
     BLOCK_BYTES,
@@ -41,7 +44,7 @@ from .sources import (
     InputError,
     LineBlock,
     PeekableStream,
-    describe_inputs,
+    describe_input,
     file_size,
     fingerprint,
     iter_line_blocks,
@@ -50,6 +53,7 @@ from .sources import (
     read_range,
 )
 from .store import (
+    SavedRows,
     append,
     delete_rows,
     ensure_tables,
@@ -67,6 +71,7 @@ SMALL_APPEND_ROWS = 1000
 WORKER_MIN_BYTES = 32 << 20
 WORKER_QUEUE = 2
 TAIL_BYTES = 4096
+DETECT_LINES = 200  # the format is told from the first lines of an input
 LOG_TABLES = ["lines"] + [t.name for t in EVENT_TABLES]
 Progress = Callable[[str, int, int | None], None]  # (input name, bytes done, bytes total)
 
@@ -94,6 +99,7 @@ class SourceReport:
 class IngestReport:
     db: str
     sources: list[SourceReport] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)  # one line per input that could not be read: file and why
 
     def as_dict(self) -> dict:
         by_kind: Counter = Counter()
@@ -106,34 +112,64 @@ class IngestReport:
             "lines_untyped": sum(s.lines_untyped for s in self.sources),
             "by_kind": dict(by_kind.most_common()),
             "sources": [s.as_dict() for s in self.sources],
+            "failed": self.failed,
         }
 
 
 def ingest_logs(con: duckdb.DuckDBPyConnection, paths: list[str], envelope: str | None = None,
-                progress: Progress | None = None) -> IngestReport:
+                progress: Progress | None = None, redact: bool = False) -> IngestReport:
     """Parse log files (or `-` for stdin) into the tables; run it inside a transaction."""
     if envelope is not None and envelope not in FORMATS:
         raise InputError(f"unknown format {envelope!r}; choose one of {', '.join(FORMATS)}")
-    inputs = describe_inputs(paths)
     ensure_tables(con, {name: table_columns(name) for name in LOG_TABLES})
     report = IngestReport(db="")
-    for inp in inputs:
-        report.sources.append(ingest_log(con, inp, envelope, progress))
+    for path in paths:
+        interrupts.check()
+        try:
+            report.sources.append(ingest_log(con, describe_input(path), envelope, progress, redact))
+        except duckdb.Error:
+            raise  # the transaction itself is in doubt: nothing of this ingest is kept
+        except Exception as exc:  # this input is bad: it costs only itself
+            report.failed.append(failure_line(path, exc))
     return report
 
 
+def failure_line(path: str, exc: Exception) -> str:
+    """One line naming the input and why it failed."""
+    if isinstance(exc, (InputError, TranscriptUnreadable)):
+        return str(exc)
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{path}: cannot read ({exc.strerror})"
+    detail = (str(exc).strip().splitlines() or [""])[0]
+    return f"{path}: cannot be read ({type(exc).__name__}{': ' if detail else ''}{detail})"
+
+
 def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
-               progress: Progress | None = None) -> SourceReport:
+               progress: Progress | None = None, redact: bool = False) -> SourceReport:
     previous = find_source(con, inp.path) if inp.path != "-" else None
     start_offset, first_line, status = plan_resume(inp, previous)
     source_id = previous["source_id"] if previous else next_source_id(con)
-    if status in ("grown", "replaced"):
-        delete_rows(con, LOG_TABLES, source_id, first_line)
     report = SourceReport(inp.display, source_id, status)
     if status == "unchanged":
         report.envelope = previous["envelope"]
         return report
+    saved = SavedRows(con, LOG_TABLES, source_id, first_line, keep=status in ("grown", "replaced"))
+    try:
+        _read_log(con, inp, envelope, progress, previous, start_offset, first_line, report, redact)
+    except duckdb.Error:
+        raise
+    except Exception:
+        saved.restore()
+        raise
+    saved.discard()
+    return report
 
+
+def _read_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, progress: Progress | None,
+              previous: dict | None, start_offset: int, first_line: int, report: SourceReport,
+              redact: bool = False) -> None:
+    """Parse one input from `start_offset` and store its rows and its `sources` record."""
+    source_id = report.source_id
     stream = PeekableStream(open_bytes(inp, start_offset), inp.display)
     try:
         if start_offset == 0 and envelope is None and looks_binary(stream.head):
@@ -142,16 +178,20 @@ def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
     except BaseException:
         stream.close()
         raise
-    if previous and status == "grown":
+    if previous and start_offset > 0:
         fmt = previous["envelope"]
         time = TimeContext(previous["year"], _seconds(previous["utc_offset_s"]))
         fallback_date = previous["fallback_date"]
     else:
-        fmt = envelope or detect_format(sample[:200])
+        fmt = envelope or detect_format(sample[:DETECT_LINES])
         fallback_date = datetime.fromtimestamp(inp.mtime or datetime.now().timestamp()).strftime("%Y-%m-%d")
         time = infer_context(fmt, sample, int(fallback_date[:4]))
     report.envelope = fmt
-    plan = ParsePlan(inp, start_offset, first_line, source_id, fmt, time, fallback_date)
+    plan = ParsePlan(inp, start_offset, first_line, source_id, fmt, time, fallback_date, redact=redact)
+    if first_line > 1:  # the parser's state at the line before: the time and kind later lines inherit
+        found = run(con, "SELECT CAST(ts AS VARCHAR), kind FROM lines WHERE source_id = ? AND line_no = ?",
+                    [source_id, first_line - 1])
+        plan.last_ts, plan.last_kind = found[0] if found else (None, None)
     if inp.path != "-" and (inp.size or 0) >= WORKER_MIN_BYTES:
         stream.close()  # the worker process reopens the file
         batches = parse_in_worker(plan)
@@ -159,34 +199,36 @@ def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
         batches = parse_batches(plan, stream)
     parsed = Parsed({}, 0, first_line - 1, False, True)
     appender = BatchAppender(con)
-    for parsed in batches:
-        appender.add(typed_batch(parsed.tables, stats=True), report)
-        if progress:
-            progress(inp.display, start_offset + parsed.consumed, inp.size)
+    with contextlib.closing(batches):  # closed at once when stopped: the worker and its shared file go with it
+        for parsed in batches:
+            interrupts.check()
+            appender.add(typed_batch(parsed.tables, stats=True), report)
+            if progress:
+                progress(inp.display, start_offset + parsed.consumed, inp.size)
     appender.close()
-    consumed, line_no, partial = parsed.consumed, parsed.line_no, parsed.partial
-    digest = parsed.digest
-
-    bytes_done = start_offset + consumed
-    lines_done = line_no
-    if partial:
-        # Keep the unterminated last line, but re-read it if the file grows.
-        last_len = len(_last_line_bytes(inp, bytes_done)) if inp.resumable else 0
-        bytes_done -= last_len
+    line_no, partial, digest = parsed.line_no, parsed.partial, parsed.digest
+    end = start_offset + parsed.consumed
+    bytes_done, lines_done = end, line_no
+    # What is stored but read again if the file grows: an unterminated last line, and every line from
+    # the start of a traceback still open at the end, whose rest may still be being written.
+    reread_from = min(n for n in (parsed.reopen_line, line_no if partial else None, line_no + 1) if n is not None)
+    if inp.resumable and reread_from <= line_no:
+        bytes_done = _start_of_line(inp, end, line_no - reread_from + 1, partial)
+        lines_done = reread_from - 1
+    elif partial:
         lines_done -= 1
     record = {
         "source_id": source_id, "path": inp.path, "display": inp.display, "kind": "log", "envelope": fmt,
-        "compression": inp.compression, "size_bytes": inp.size, "bytes_ingested": bytes_done,
-        "lines_ingested": lines_done, "partial_last_line": partial,
+        "compression": inp.compression, "size_bytes": end if inp.resumable else inp.size,
+        "bytes_ingested": bytes_done, "lines_ingested": lines_done, "partial_last_line": partial or bytes_done < end,
         "head_hash": _head_hash(inp, bytes_done), "tail_hash": _tail_hash(inp, bytes_done),
         "content_hash": digest,
         "year": time.year, "utc_offset_s": int(time.utc_offset.total_seconds()),
         "fallback_date": fallback_date, "ingested_at": datetime.now(),
     }
     if inp.path == "-" and is_duplicate_stdin(con, report, digest):
-        return report
+        return
     upsert_source(con, record)
-    return report
 
 
 @dataclass
@@ -200,6 +242,9 @@ class ParsePlan:
     envelope: str
     time: TimeContext
     fallback_date: str
+    last_ts: str | None = None  # the time and kind of the line before `first_line`, when resuming
+    last_kind: str | None = None
+    redact: bool = False  # replace secrets in each line before it is parsed (`logmine.redact`)
 
 
 @dataclass
@@ -212,6 +257,7 @@ class Parsed:
     partial: bool  # the input's last line has no newline
     final: bool  # the input's last batch
     digest: str | None = None  # content hash of stdin, on the final batch
+    reopen_line: int | None = None  # first line of a traceback still open at the end, on the final batch
 
 
 def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iterator[Parsed]:
@@ -220,7 +266,9 @@ def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iter
     The first batch is one block, so that storing starts while the second is parsed.
     """
     stream = stream or PeekableStream(open_bytes(plan.inp, plan.start_offset), plan.inp.display)
-    parser = LineParser(plan.source_id, plan.envelope, plan.time, plan.fallback_date)
+    parser = LineParser(plan.source_id, plan.envelope, plan.time, plan.fallback_date, last_ts=plan.last_ts,
+                        last_kind=plan.last_kind)
+    redactor = Redactor() if plan.redact else None
     # Only stdin is recognised by its content; files by path, size and the hashes of their ends.
     hasher = hashlib.blake2b(digest_size=16) if plan.inp.path == "-" else None
     line_no, consumed, partial = plan.first_line - 1, 0, False
@@ -228,15 +276,18 @@ def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iter
     try:
         for number, block in enumerate(iter_line_blocks(stream, hasher)):
             lines, bad = block.columns()
+            if redactor:
+                lines = redactor.lines(lines)
             parser.parse_block(line_no + 1, lines, bad, batch)
             line_no += len(lines)
             partial, consumed = block.partial_last, block.end_offset
             if len(batch) >= BATCH_LINES or number == 0:
                 yield Parsed(typed_batch(batch.tables(), stats=False), consumed, line_no, partial, False)
                 batch = ColumnBatch()
+        reopen_line = min((err.first_line_no for err in parser.tracebacks.open), default=None)
         parser.finish(batch)
         yield Parsed(typed_batch(batch.tables(), stats=False), consumed, line_no, partial, True,
-                     hasher and hasher.hexdigest())
+                     hasher and hasher.hexdigest(), reopen_line)
     finally:
         if plan.inp.path != "-":
             stream.close()
@@ -257,8 +308,9 @@ def parse_in_worker(plan: ParsePlan) -> Iterator[Parsed]:
     for slot in range(slots.slots if slots else 0):
         free.put(slot)
     worker = context.Process(target=_parse_worker, args=(plan, queue, slots, free), daemon=True)
-    worker.start()
+    finished = False
     try:
+        worker.start()
         while True:
             item = queue.get()
             if isinstance(item, BaseException):
@@ -268,10 +320,13 @@ def parse_in_worker(plan: ParsePlan) -> Iterator[Parsed]:
                 parsed.tables = slots.read(layout)
             yield parsed
             if parsed.final:
+                finished = True
                 return
             if layout is not None:
                 free.put(layout.slot)
     finally:
+        if not finished:  # stopped early (Ctrl-C, a failed append): the worker's batches are not wanted
+            worker.kill()
         worker.join(timeout=5)
         if worker.is_alive():
             worker.kill()
@@ -344,9 +399,10 @@ def plan_resume(inp: Input, previous: dict | None) -> tuple[int, int, str]:
         if same_prefix:
             if size == done and not previous["partial_last_line"]:
                 return 0, 1, "unchanged"
-            if size == done + len(_last_line_bytes(inp, size)) and previous["partial_last_line"] \
-                    and size == previous["size_bytes"]:
-                return 0, 1, "unchanged"
+            if previous["partial_last_line"] and size == previous["size_bytes"]:
+                return 0, 1, "unchanged"  # its tail, stored, has not grown since
+            if done < SNIFF_BYTES and previous["lines_ingested"] < DETECT_LINES:
+                return 0, 1, "grown"  # its format was told from fewer lines than there are now: read it all again
             return done, previous["lines_ingested"] + 1, "grown"
     elif inp.size == previous["size_bytes"] and _head_hash(inp, SNIFF_BYTES) == previous["head_hash"]:
         return 0, 1, "unchanged"
@@ -469,11 +525,22 @@ def _tail_hash(inp: Input, upto: int) -> str | None:
     return fingerprint(read_range(inp.path, upto - TAIL_BYTES, min(upto, TAIL_BYTES)))
 
 
-def _last_line_bytes(inp: Input, end: int) -> bytes:
-    """The bytes after the last newline before `end` (an unterminated final line)."""
-    start = max(0, end - BLOCK_BYTES)
-    data = read_range(inp.path, start, end - start)
-    return data[data.rfind(b"\n") + 1:]
+def _start_of_line(inp: Input, end: int, count: int, partial: bool) -> int:
+    """The byte offset where the last `count` lines before `end` begin (the last unterminated if `partial`)."""
+    wanted = count if partial else count + 1  # the newline ending the line before them is the one sought
+    stop = end
+    while stop > 0:
+        start = max(0, stop - BLOCK_BYTES)
+        data = read_range(inp.path, start, stop - start)
+        found = data.count(b"\n")
+        if found >= wanted:
+            at = len(data)
+            for _ in range(wanted):
+                at = data.rfind(b"\n", 0, at)
+            return start + at + 1
+        wanted -= found
+        stop = start
+    return 0
 
 
 def _seconds(value: int | None) -> timedelta:

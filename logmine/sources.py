@@ -10,6 +10,7 @@ import gzip
 import hashlib
 import io
 import os
+import stat
 import sys
 import zlib
 from collections.abc import Iterator
@@ -49,18 +50,32 @@ class Input:
         return self.path != "-" and self.compression is None
 
 
-def describe_inputs(paths: list[str]) -> list[Input]:
-    """The files to read (`-` is stdin); directories are expanded by `logmine.inputs`."""
-    inputs: list[Input] = []
-    for given in paths:
-        if given == "-":
-            inputs.append(Input("-", "<stdin>", None, None, None))
-            continue
-        path = Path(given)
-        if not path.is_file():
-            raise InputError(f"{given}: no such file")
-        inputs.append(describe(path))
-    return inputs
+def describe_input(given: str) -> Input:
+    """The file to read (`-` is stdin); directories are expanded by `logmine.inputs`."""
+    if given == "-":
+        return Input("-", "<stdin>", None, None, None)
+    problem = not_a_file(Path(given))
+    if problem:
+        raise InputError(f"{given}: {problem}")
+    return describe(Path(given))
+
+
+NOT_REGULAR = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device",
+               stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}
+
+
+def not_a_file(path: Path) -> str | None:
+    """Why `path` cannot be read as a file (None when it is a regular file): reading a FIFO or a device
+    would wait for a writer forever or never end."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "no such file or directory"
+    except OSError as exc:
+        return f"cannot read ({exc.strerror})"
+    if stat.S_ISREG(mode):
+        return None
+    return f"not a regular file ({NOT_REGULAR.get(stat.S_IFMT(mode), 'special file')}), skipped"
 
 
 def describe(path: Path) -> Input:
@@ -96,6 +111,9 @@ class ZstdReader(io.RawIOBase):
         self.frame = zstandard.ZstdDecompressor().decompressobj()
         self.started = False  # the current frame has had input
         self.pending = bytearray()
+
+    def readable(self) -> bool:
+        return True
 
     def read(self, size: int = -1) -> bytes:
         while size < 0 or len(self.pending) < size:

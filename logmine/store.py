@@ -26,6 +26,21 @@ SOURCES_COLUMNS: dict[str, str] = {
 }
 
 
+SETTINGS_COLUMNS: dict[str, str] = {"name": "VARCHAR PRIMARY KEY", "value": "VARCHAR"}
+
+
+def setting(con: duckdb.DuckDBPyConnection, name: str) -> str | None:
+    """A setting the database keeps for every later ingest into it (`redact`)."""
+    create_table(con, "settings", SETTINGS_COLUMNS)
+    found = run(con, "SELECT value FROM settings WHERE name = ?", [name])
+    return found[0][0] if found else None
+
+
+def save_setting(con: duckdb.DuckDBPyConnection, name: str, value: str) -> None:
+    create_table(con, "settings", SETTINGS_COLUMNS)
+    run(con, "INSERT OR REPLACE INTO settings VALUES (?, ?)", [name, value])
+
+
 def connect(db: str | Path = DEFAULT_DB, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """Open (creating if needed) a logmine database."""
     import duckdb  # here: `logmine --help` needs this module's DEFAULT_DB, not DuckDB
@@ -148,6 +163,42 @@ def delete_rows(con: duckdb.DuckDBPyConnection, tables: Iterable[str], source_id
     """Remove a source's rows from line `from_line` on (a re-read partial line, or a replaced file)."""
     for table in tables:
         run(con, f'DELETE FROM "{table}" WHERE source_id = ? AND line_no >= ?', [source_id, from_line])
+
+
+class SavedRows:
+    """A source's rows from line `from_line` on, removed before they are re-read and put back if that fails.
+
+    DuckDB has no savepoints: inside the ingest's one transaction, one input's failure is undone by hand,
+    so that a bad input costs only itself. A new source (`keep=False`) has nothing to put back.
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, tables: Iterable[str], source_id: int,
+                 from_line: int = 0, keep: bool = True) -> None:
+        self.con, self.tables, self.source_id, self.from_line = con, list(tables), source_id, from_line
+        self.kept: dict[str, str] = {}  # table -> its temporary copy
+        if not keep:
+            return
+        # One query says which tables hold such rows: most hold none, and each statement costs milliseconds.
+        having = run(con, " UNION ALL ".join(
+            f"SELECT '{table}' WHERE EXISTS (SELECT 1 FROM \"{table}\" WHERE source_id = $1 AND line_no >= $2)"
+            for table in self.tables), [source_id, from_line])
+        for (table,) in having:
+            copy = self.kept[table] = f"_logmine_saved_{table}"
+            run(con, f'CREATE OR REPLACE TEMP TABLE "{copy}" AS SELECT * FROM "{table}" '
+                     "WHERE source_id = ? AND line_no >= ?", [source_id, from_line])
+        delete_rows(con, self.kept, source_id, from_line)
+
+    def restore(self) -> None:
+        """Remove what was stored since, and put the saved rows back."""
+        delete_rows(self.con, self.tables, self.source_id, self.from_line)
+        for table, copy in self.kept.items():
+            run(self.con, f'INSERT INTO "{table}" SELECT * FROM "{copy}"')
+        self.discard()
+
+    def discard(self) -> None:
+        for copy in self.kept.values():
+            run(self.con, f'DROP TABLE "{copy}"')
+        self.kept = {}
 
 
 def next_source_id(con: duckdb.DuckDBPyConnection) -> int:

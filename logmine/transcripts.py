@@ -19,6 +19,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from . import interrupts
 from .file_contents import FileContents
 from .parsers.envelopes import TimeContext, detect_format
 from .parsers.launch_config import (
@@ -31,7 +32,8 @@ from .parsers.log_lines import ColumnBatch, LineParser
 from .parsers.shell_commands import config_reads, file_write_from_tool, split_command
 from .parsers.transcripts.common import classify_ending
 from .parsers.transcripts.detect import read_transcripts
-from .parsers.transcripts.model import Message, ParseProblem, Part, Session, ToolCall, UnknownRecord
+from .parsers.transcripts.model import Message, ParseProblem, Part, Session, ToolCall, UnknownRecord, type_problem
+from .redact import Redactor
 from .store import create_table, next_source_id, run, upsert_source
 
 TABLES: dict[str, dict[str, str]] = {
@@ -52,7 +54,7 @@ TABLES: dict[str, dict[str, str]] = {
                    "started_at": "TIMESTAMP", "ended_at": "TIMESTAMP", "duration_s": "DOUBLE",
                    "child_session_id": "VARCHAR", "ended_by": "VARCHAR"},
     "unknown_records": {"source_id": "INTEGER", "session_id": "VARCHAR", "path": "VARCHAR", "line": "BIGINT",
-                        "record_type": "VARCHAR", "raw": "VARCHAR"},
+                        "record_type": "VARCHAR", "raw": "VARCHAR", "reason": "VARCHAR"},
     "transcript_problems": {"source_id": "INTEGER", "path": "VARCHAR", "line": "BIGINT", "message": "VARCHAR"},
     "commands": {"source_id": "INTEGER", "session_id": "VARCHAR", "message_id": "VARCHAR",
                  "message_index": "INTEGER", "call_id": "VARCHAR", "step": "INTEGER", "host": "VARCHAR",
@@ -93,7 +95,8 @@ def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
         create_table(con, name, columns)
 
 
-def ingest_transcript(con: duckdb.DuckDBPyConnection, path: Path, fmt: str | None) -> TranscriptReport:
+def ingest_transcript(con: duckdb.DuckDBPyConnection, path: Path, fmt: str | None,
+                      redactor: Redactor | None = None) -> TranscriptReport:
     """Store one transcript file or directory (every session under it); re-ingesting adds nothing."""
     resolved = str(path.resolve())
     fingerprint = _fingerprint(path)
@@ -102,22 +105,15 @@ def ingest_transcript(con: duckdb.DuckDBPyConnection, path: Path, fmt: str | Non
     if previous and previous[0][1] == fingerprint:
         return TranscriptReport(str(path), previous[0][0], "unchanged", fmt)
     source_id = previous[0][0] if previous else next_source_id(con)
+    report = TranscriptReport(str(path), source_id, "replaced" if previous else "new", fmt)
+    known_sessions = {r[0] for r in run(con, "SELECT id FROM sessions WHERE source_id <> ?", [source_id])}
+    # Everything is read before anything is stored, so a file that fails to read leaves its old rows.
+    rows = read_rows(path, report, known_sessions)
     if previous:
         for table in TABLES:
             run(con, f'DELETE FROM "{table}" WHERE source_id = ?', [source_id])
-    report = TranscriptReport(str(path), source_id, "replaced" if previous else "new", fmt)
-    rows: dict[str, list[dict]] = {name: [] for name in TABLES}
-    known_sessions = {r[0] for r in run(con, "SELECT id FROM sessions")}
-    skipped_sessions: set[str] = set()
-    for record in read_transcripts(path):
-        add_record(record, source_id, rows, known_sessions, skipped_sessions, report)
-    if skipped_sessions and not report.sessions:
-        report.status = "duplicate: its sessions were already stored from another file"
-    files = FileContents()
-    for call in list(rows["tool_calls"]):
-        enrich_tool_call(call, rows, files)
     for table, table_rows in rows.items():
-        insert_rows(con, table, table_rows)
+        insert_rows(con, table, table_rows, redactor)
     upsert_source(con, {
         "source_id": source_id, "path": resolved, "display": str(path), "kind": "transcript", "envelope": fmt,
         "compression": None, "size_bytes": _size(path), "bytes_ingested": None, "lines_ingested": None,
@@ -127,12 +123,40 @@ def ingest_transcript(con: duckdb.DuckDBPyConnection, path: Path, fmt: str | Non
     return report
 
 
+def read_rows(path: Path, report: TranscriptReport, known_sessions: set[str]) -> dict[str, list[dict]]:
+    """The rows of every table for one transcript file or directory, counted into `report`; sessions
+    in `known_sessions` (stored from another file) are skipped."""
+    rows: dict[str, list[dict]] = {name: [] for name in TABLES}
+    skipped_sessions: set[str] = set()
+    for record in read_transcripts(path):
+        interrupts.check()
+        problem = type_problem(record)
+        if problem:  # a value of another type than the agent writes, taken as it was by the reader
+            record = UnknownRecord(None, str(path), getattr(record, "source_line", None), type(record).__name__,
+                                   json.dumps(asdict(record), default=str), problem)
+        add_record(record, report.source_id, rows, known_sessions, skipped_sessions, report)
+    if skipped_sessions and not report.sessions:
+        report.status = "duplicate: its sessions were already stored from another file"
+    files = FileContents()
+    for call in list(rows["tool_calls"]):
+        try:
+            enrich_tool_call(call, rows, files)
+        except Exception as exc:  # an input of a shape no agent writes: the call is stored, not what it ran
+            call.pop("_input", None)
+            report.unknown_records += 1
+            rows["unknown_records"].append({"source_id": report.source_id, "session_id": call["session_id"],
+                                            "path": str(path), "line": None, "record_type": "tool_input",
+                                            "raw": call["input"], "reason": f"{type(exc).__name__}: {exc}"})
+    return rows
+
+
 def add_record(record: object, source_id: int, rows: dict[str, list[dict]], known: set[str],
                skipped: set[str], report: TranscriptReport) -> None:
     """Turn one reader record into a row; sessions already stored from another source are skipped."""
     if isinstance(record, ParseProblem):
         rows["transcript_problems"].append({"source_id": source_id, **asdict(record)})
-        report.problems.append(f"{record.path}:{record.line}: {record.message}")
+        report.problems.append(f"{record.path}:{record.line}: {record.message}" if record.line is not None
+                               else f"{record.path}: {record.message}")
         return
     session_id = getattr(record, "session_id", None) or getattr(record, "id", None)
     if isinstance(record, Session):
@@ -251,11 +275,14 @@ def embedded_journal_lines(output: str, base: dict, seen_at: object) -> list[dic
     return found
 
 
-def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict]) -> None:
+def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict], redactor: Redactor | None = None) -> None:
+    """Store rows (every value as text, cast by DuckDB); with a redactor, secrets are replaced in every cell."""
     if not rows:
         return
     columns = TABLES[table]
     text_rows = [{name: _text(row.get(name)) for name in columns} for row in rows]
+    if redactor:
+        text_rows = [{name: value and redactor.text(value) for name, value in row.items()} for row in text_rows]
     batch = pa.Table.from_pylist(text_rows, schema=pa.schema([(name, pa.string()) for name in columns]))
     exprs = ", ".join(f'TRY_CAST("{name}" AS {kind}) AS "{name}"' for name, kind in columns.items())
     con.register("_logmine_transcript_rows", batch)

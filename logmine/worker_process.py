@@ -11,6 +11,8 @@ This module imports nothing heavy, so that starting the server early costs the c
 from __future__ import annotations
 
 import multiprocessing
+import signal
+import threading
 from multiprocessing.context import BaseContext
 
 PRELOAD = ["logmine.ingest"]
@@ -22,12 +24,25 @@ def worker_context() -> BaseContext:
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(PRELOAD)
+    _ensure_server()
     return context
 
 
 def start_early() -> None:
     """Start the forkserver now, so that it loads the parser while the caller loads the rest."""
-    if worker_context().get_start_method() == "forkserver":
-        from multiprocessing import forkserver
+    worker_context()
 
+
+def _ensure_server() -> None:
+    """Start the forkserver ignoring Ctrl-C, and so its workers: the main process answers it (a worker
+    interrupted by the terminal's SIGINT printed its traceback; the main process stops it)."""
+    from multiprocessing import forkserver
+
+    if threading.current_thread() is not threading.main_thread():
         forkserver.ensure_running()
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited by the server through exec
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -12,6 +12,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 
 import numpy as np
 import pyarrow as pa
@@ -278,12 +279,17 @@ TAIL_GROUP = re.compile(r"\(\?P<(?P<name>\w+)>(?P<inner>[^()]*)\.\*\)$")
 
 
 def compile_pattern(spec: formats.Pattern) -> CompiledPattern:
-    regex = re.compile(spec.regex)
-    tail = TAIL_GROUP.search(spec.regex)
+    return CompiledPattern(spec, *_compiled(spec.regex))
+
+
+@cache  # each LineParser (one per input, one per agent tool output) compiles the same table
+def _compiled(pattern: str) -> tuple[re.Pattern[str], str, str | None]:
+    regex = re.compile(pattern)
+    tail = TAIL_GROUP.search(pattern)
     if tail is None:
-        return CompiledPattern(spec, regex, f"^(?:{spec.regex})")
-    head = spec.regex[:tail.start()]
-    return CompiledPattern(spec, regex, f"^(?P<_head>(?:{head})){tail['inner']}", tail["name"])
+        return regex, f"^(?:{pattern})", None
+    head = pattern[:tail.start()]
+    return regex, f"^(?P<_head>(?:{head})){tail['inner']}", tail["name"]
 
 
 @dataclass

@@ -97,3 +97,11 @@ def test_a_long_result_shows_its_first_rows_as_a_table_and_every_row_in_the_othe
                          "them all")
     assert len(json.loads(api.render(rows, "json"))) == TABLE_MAX_ROWS + 250
     assert len(api.render(rows, "csv").splitlines()) == TABLE_MAX_ROWS + 251
+
+
+def test_a_query_name_is_a_name_not_a_path(demo_db: str, tmp_path: Path) -> None:
+    (tmp_path / "x.sql").write_text("SELECT 'ran' AS leaked")
+    relative = Path("..") / Path(tmp_path).relative_to(Path(tmp_path).anchor) / "x"
+    result = subprocess.run([sys.executable, "-m", "logmine", "query", "../" * 12 + str(relative), "--db", demo_db],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "no query named" in result.stderr and "ran" not in result.stdout

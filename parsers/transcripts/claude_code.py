@@ -26,6 +26,7 @@ from .common import (
     join_texts,
     parse_timestamp,
     seconds_between,
+    unreadable,
 )
 from .model import Message, ParseProblem, Part, Record, Session, ToolCall, UnknownRecord
 
@@ -61,8 +62,12 @@ def read_file(path: Path) -> Iterator[Record]:
     for item in iter_jsonl(path):
         if isinstance(item, ParseProblem):
             yield item
-        else:
+            continue
+        try:
             builder.add_line(*item)
+        except Exception as exc:  # a field of another type than Claude Code writes: keep the line as it is
+            line_no, line = item
+            yield unreadable(exc, line.get("sessionId"), path, line_no, str(line.get("type")), line)
     yield from builder.records()
 
 
@@ -202,9 +207,13 @@ class _SessionBuilder:
         session = self._session()
         yield session
         for pending in self.messages.values():
-            message = _finalise_message(pending, session.id)
-            yield message
-            yield from _parts(pending.blocks, message)
+            try:
+                message = _finalise_message(pending, session.id)
+                records = [message, *_parts(pending.blocks, message)]
+            except Exception as exc:  # a block of another shape than Claude Code writes
+                records = [unreadable(exc, session.id, self.path, pending.message.source_line, "message",
+                                      pending.blocks)]
+            yield from records
         for call in self.tool_calls.values():
             call.session_id = session.id
             yield call

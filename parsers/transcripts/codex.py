@@ -27,6 +27,7 @@ from .common import (
     join_texts,
     parse_timestamp,
     seconds_between,
+    unreadable,
     uuid7_time,
 )
 from .model import Message, ParseProblem, Part, Record, Session, ToolCall, UnknownRecord
@@ -53,8 +54,13 @@ def read(path: Path) -> Iterator[Record]:
     for item in iter_jsonl(path):
         if isinstance(item, ParseProblem):
             yield item
-        else:
-            yield from reader.feed(*item)
+            continue
+        try:
+            records = list(reader.feed(*item))
+        except Exception as exc:  # a field of another type than Codex writes: keep the line as it is
+            line_no, line = item
+            records = [unreadable(exc, reader.session_id, path, line_no, str(line.get("type")), line)]
+        yield from records
     yield from reader.finish()
 
 

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
-from .model import ParseProblem, ToolCall
+from .model import ParseProblem, ToolCall, TranscriptUnreadable, UnknownRecord
 
 SNIFF_BYTES = 64 * 1024
 _EPOCH_MS_THRESHOLD = 1e11  # numbers above this are epoch milliseconds, below are seconds
@@ -23,7 +23,10 @@ def parse_timestamp(value: Any) -> datetime | None:
         return None
     if isinstance(value, (int, float)):
         seconds = value / 1000 if value > _EPOCH_MS_THRESHOLD else value
-        return datetime.fromtimestamp(seconds, tz=timezone.utc)
+        try:
+            return datetime.fromtimestamp(seconds, tz=timezone.utc)
+        except (OverflowError, OSError, ValueError):  # far outside the years a datetime holds
+            return None
     if isinstance(value, str) and value:
         try:
             parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -33,6 +36,13 @@ def parse_timestamp(value: Any) -> datetime | None:
             parsed = parsed.replace(tzinfo=timezone.utc)
         return parsed.astimezone(timezone.utc)
     return None
+
+
+def unreadable(exc: Exception, session_id: object, path: object, line: int | None, record_type: str,
+               raw: object) -> UnknownRecord:
+    """A record a reader could not read (a field of an unexpected type), kept verbatim with the reason."""
+    return UnknownRecord(session_id if isinstance(session_id, str) else None, str(path), line, record_type,
+                         json.dumps(raw, default=str), f"{type(exc).__name__}: {exc}")
 
 
 def seconds_between(start: datetime | None, end: datetime | None) -> float | None:
@@ -92,11 +102,9 @@ def is_zstd(path: Path) -> bool:
 def open_text(path: Path) -> IO[str]:
     """Open a text file, decompressing .zst on the fly (streaming, never fully in memory)."""
     if is_zstd(path):
-        import zstandard
+        from logmine.sources import ZstdReader  # raises at a frame cut short, where zstandard's reader ends quietly
 
-        raw = path.open("rb")
-        reader = zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
-        return io.TextIOWrapper(reader, encoding="utf-8", errors="replace")
+        return io.TextIOWrapper(ZstdReader(path.open("rb")), encoding="utf-8", errors="replace")
     return path.open("r", encoding="utf-8", errors="replace")
 
 
@@ -116,19 +124,28 @@ def read_head(path: Path, size: int = SNIFF_BYTES) -> bytes:
 
 def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]] | ParseProblem]:
     """(line number, object) for each JSON-object line; a ParseProblem for malformed ones."""
-    with open_text(path) as handle:
-        for line_no, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield ParseProblem(str(path), line_no, f"malformed JSON line: {exc}")
-                continue
-            if not isinstance(obj, dict):
-                yield ParseProblem(str(path), line_no, f"expected a JSON object, got {type(obj).__name__}")
-                continue
-            yield line_no, obj
+    import zstandard
+
+    line_no = 0
+    try:
+        with open_text(path) as handle:
+            for line_no, line in enumerate(handle, start=1):
+                yield from _json_object(path, line_no, line)
+    except (EOFError, zstandard.ZstdError) as exc:
+        raise TranscriptUnreadable(f"{path}: unreadable after line {line_no}, corrupt or truncated? ({exc})") from None
+
+
+def _json_object(path: Path, line_no: int, line: str) -> Iterator[tuple[int, dict[str, Any]] | ParseProblem]:
+    if line.strip():
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            yield ParseProblem(str(path), line_no, f"malformed JSON line: {exc}")
+            return
+        if not isinstance(obj, dict):
+            yield ParseProblem(str(path), line_no, f"expected a JSON object, got {type(obj).__name__}")
+            return
+        yield line_no, obj
 
 
 def complete_json_lines(head: bytes) -> list[dict[str, Any]]:

@@ -21,6 +21,7 @@ CLAUDE_CODE = "claude-code"
 CODEX = "codex"
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+_OPENCODE_TABLES = {"session", "message", "part"}
 _CLAUDE_LINE_TYPES = {
     "user", "assistant", "system", "summary", "progress", "file-history-snapshot", "queue-operation",
 }  # fmt: skip
@@ -57,10 +58,11 @@ def _starts_like_storage_object(text: str) -> bool:
 
 
 def _line_format(line: dict[str, Any]) -> str | None:
-    line_type = line.get("type")
+    line_type = line.get("type") if isinstance(line.get("type"), str) else None
+    message = line.get("message") if isinstance(line.get("message"), dict) else {}
     if line_type in codex.ENVELOPE_TYPES and "payload" in line:
         return CODEX
-    if line_type in codex.RESPONSE_ITEM_TYPES and "role" not in line.get("message", {}):
+    if line_type in codex.RESPONSE_ITEM_TYPES and "role" not in message:
         return CODEX  # bare-era ResponseItem
     if "instructions" in line and "id" in line and "sessionId" not in line:
         return CODEX  # bare-era first line
@@ -71,16 +73,33 @@ def _line_format(line: dict[str, Any]) -> str | None:
 
 def _has_opencode_tables(path: Path) -> bool:
     try:
-        connection = opencode.open_readonly(path)
-        try:
-            names = {
-                row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")
-            }
-        finally:
-            connection.close()
+        return _sqlite_tables(path) >= _OPENCODE_TABLES
     except sqlite3.Error:
         return False
-    return {"session", "message", "part"} <= names
+
+
+def _sqlite_tables(path: Path) -> set[str]:
+    """The tables of a SQLite file; raises sqlite3.Error when it cannot be read."""
+    connection = opencode.open_readonly(path)
+    try:
+        return {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    finally:
+        connection.close()
+
+
+def sqlite_problem(path: Path) -> str | None:
+    """Why a SQLite file is no opencode database logmine can read; None for other files."""
+    try:
+        if not read_head(path, len(_SQLITE_MAGIC)).startswith(_SQLITE_MAGIC):
+            return None
+        tables = _sqlite_tables(path)
+    except sqlite3.Error as exc:
+        return f"a SQLite database that cannot be read, truncated or corrupt? ({exc})"
+    except OSError as exc:
+        return f"cannot read ({exc.strerror})"
+    if not tables >= _OPENCODE_TABLES:
+        return "a SQLite database without opencode's session, message and part tables, not a log or transcript"
+    return None
 
 
 # ----------------------------------------------------------------------------------- reading

@@ -8,7 +8,7 @@ its end time is known, which for streamed formats is after its messages.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any, Union
 
@@ -90,6 +90,7 @@ class UnknownRecord:
     line: int | None
     record_type: str
     raw: str
+    reason: str | None = None  # why a record that looked like a known one could not be read
 
 
 @dataclass
@@ -97,6 +98,27 @@ class ParseProblem:
     path: str
     line: int | None
     message: str
+
+
+class TranscriptUnreadable(Exception):
+    """A transcript file that cannot be read as a whole (corrupt or truncated); the message names it."""
+
+
+_TYPES: dict[str, tuple[type, ...]] = {
+    "str": (str,), "int": (int,), "float": (int, float), "bool": (bool,), "datetime": (datetime,),
+    "dict": (dict,), "None": (type(None),),
+}
+
+
+def type_problem(record: object) -> str | None:
+    """The first field of a record whose value is not of its declared type (a transcript line that had
+    a wrong type where the reader took the value as it was), else None."""
+    for spec in fields(record):  # type: ignore[arg-type]
+        value = getattr(record, spec.name)
+        allowed = tuple(t for name in str(spec.type).split("|") for t in _TYPES[name.strip().split("[")[0]])
+        if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
+            return f"{spec.name}: expected {spec.type}, got {type(value).__name__} {str(value)[:40]!r}"
+    return None
 
 
 Record = Union[Session, Message, Part, ToolCall, UnknownRecord, ParseProblem]  # noqa: UP007 (py3.10 target)

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .common import as_int, join_texts, parse_timestamp, seconds_between
-from .model import Message, ParseProblem, Part, Record, Session, ToolCall, UnknownRecord
+from .common import as_int, join_texts, parse_timestamp, seconds_between, unreadable
+from .model import Message, ParseProblem, Part, Record, Session, ToolCall, TranscriptUnreadable, UnknownRecord
 
 FORMAT = "opencode"
 MessageWithParts = tuple[dict[str, Any], list[dict[str, Any]]]
@@ -74,11 +74,19 @@ def read_export(path: Path, seen: SeenIds | None = None) -> Iterator[Record]:
         except json.JSONDecodeError as exc:
             yield ParseProblem(str(path), exc.lineno, f"malformed opencode export: {exc.msg}")
             return
-    info = exported.get("info", {})
-    if info.get("id") in seen.sessions:
+    if not isinstance(exported, dict):
+        yield ParseProblem(str(path), None, f"expected an opencode export object, got {type(exported).__name__}")
         return
-    seen.sessions.add(info.get("id"))
-    messages = [(entry.get("info", {}), entry.get("parts", [])) for entry in exported.get("messages", [])]
+    info = exported.get("info")
+    if not isinstance(info, dict):
+        yield unreadable(TypeError(f"info is {type(info).__name__}"), None, path, None, "session", info)
+        info = {}
+    if str(info.get("id")) in seen.sessions:
+        return
+    seen.sessions.add(str(info.get("id")))
+    entries = exported.get("messages")
+    messages = [(entry.get("info", {}), entry.get("parts", [])) if isinstance(entry, dict) else (entry, [])
+                for entry in (entries if isinstance(entries, list) else [])]
     yield from assemble_session(info, messages, str(path))
 
 
@@ -108,7 +116,9 @@ def read_storage(root: Path, seen: SeenIds | None = None) -> Iterator[Record]:
         loaded = _load_json_file(info_file)
         if isinstance(loaded, ParseProblem):
             yield loaded
-        elif loaded.get("id") not in seen.sessions:
+        elif not isinstance(loaded.get("id"), str):
+            yield unreadable(TypeError("id is no string"), None, info_file, None, "session", loaded)
+        elif loaded["id"] not in seen.sessions:
             infos.append(loaded)
     children = _children_by_parent(infos)
     for info in infos:
@@ -208,8 +218,7 @@ def read_sqlite(path: Path, seen: SeenIds | None = None) -> Iterator[Record]:
     try:
         connection = open_readonly(path)
     except sqlite3.Error as exc:
-        yield ParseProblem(str(path), None, f"cannot open opencode database: {exc}")
-        return
+        raise TranscriptUnreadable(f"{path}: cannot open the opencode database ({exc})") from None
     connection.row_factory = sqlite3.Row
     try:
         infos = [_session_row_to_info(row) for row in connection.execute("SELECT * FROM session ORDER BY id")]
@@ -217,10 +226,12 @@ def read_sqlite(path: Path, seen: SeenIds | None = None) -> Iterator[Record]:
         children = _children_by_parent(infos)
         for info in infos:
             seen.sessions.add(info["id"])
-            messages = list(_sqlite_messages(connection, info["id"], seen))
+            unknown: list[UnknownRecord] = []
+            messages = list(_sqlite_messages(connection, info["id"], seen, path, unknown))
+            yield from unknown
             yield from assemble_session(info, messages, str(path), children.get(info["id"], []))
     except sqlite3.Error as exc:
-        yield ParseProblem(str(path), None, f"opencode database query failed: {exc}")
+        raise TranscriptUnreadable(f"{path}: the opencode database cannot be read, corrupt? ({exc})") from None
     finally:
         connection.close()
 
@@ -255,8 +266,20 @@ def _session_row_to_info(row: sqlite3.Row) -> dict[str, Any]:
 
 
 def _sqlite_messages(
-    connection: sqlite3.Connection, session_id: str, seen: SeenIds
+    connection: sqlite3.Connection, session_id: str, seen: SeenIds, path: Path, unknown: list[UnknownRecord]
 ) -> Iterator[MessageWithParts]:
+    """(message, parts) of a session; a row whose `data` is no JSON object goes to `unknown`."""
+
+    def data_of(row: sqlite3.Row, kind: str) -> dict[str, Any] | None:
+        try:
+            data = json.loads(row["data"])
+            if not isinstance(data, dict):
+                raise TypeError(f"expected a JSON object, got {type(data).__name__}")
+        except (ValueError, TypeError) as exc:  # JSONDecodeError is a ValueError
+            unknown.append(unreadable(exc, session_id, path, None, kind, row["data"]))
+            return None
+        return data
+
     parts_by_message: dict[str, list[dict[str, Any]]] = defaultdict(list)
     part_rows = connection.execute(
         "SELECT id, message_id, session_id, data FROM part WHERE session_id = ? ORDER BY message_id, id",
@@ -264,8 +287,11 @@ def _sqlite_messages(
     )
     for row in part_rows:
         # part.data lacks its ids: re-add them from the columns (time_* columns are migration times).
+        data = data_of(row, "part")
+        if data is None:
+            continue
         part = {
-            **json.loads(row["data"]),
+            **data,
             "id": row["id"],
             "messageID": row["message_id"],
             "sessionID": row["session_id"],
@@ -276,9 +302,10 @@ def _sqlite_messages(
         (session_id,),
     )
     for row in message_rows:
-        if row["id"] in seen.messages:
+        data = None if row["id"] in seen.messages else data_of(row, "message")
+        if data is None:
             continue
-        info = {**json.loads(row["data"]), "id": row["id"], "sessionID": row["session_id"]}
+        info = {**data, "id": row["id"], "sessionID": row["session_id"]}
         yield info, parts_by_message.get(row["id"], [])
 
 
@@ -297,14 +324,18 @@ def read_concat(path: Path, seen: SeenIds | None = None) -> Iterator[Record]:
             yield obj
             continue
         kind = _classify_storage_object(obj)
-        if kind == "session":
-            infos[obj["id"]] = obj
-        elif kind == "message":
-            messages[obj["id"]] = obj
-        elif kind == "part":
-            parts[obj["messageID"]].append(obj)
-        else:
-            yield UnknownRecord(_session_of(obj), str(path), line, kind, json.dumps(obj))
+        try:
+            if kind == "session":
+                infos[_text_field(obj, "id")] = obj
+            elif kind == "message":
+                _text_field(obj, "sessionID")
+                messages[_text_field(obj, "id")] = obj
+            elif kind == "part":
+                parts[_text_field(obj, "messageID")].append(obj)
+            else:
+                yield UnknownRecord(_session_of(obj), str(path), line, kind, json.dumps(obj))
+        except (KeyError, TypeError) as exc:  # an id of another type than opencode writes
+            yield unreadable(exc, _session_of(obj), path, line, kind, obj)
     for message in messages.values():  # a message whose session object is missing still counts
         infos.setdefault(message["sessionID"], {"id": message["sessionID"]})
     children = _children_by_parent(infos.values())
@@ -365,6 +396,14 @@ def _session_of(obj: Any) -> str | None:
     return obj.get("sessionID") if isinstance(obj, dict) else None
 
 
+def _text_field(obj: dict[str, Any], name: str) -> str:
+    """An id field, which must be a string (it becomes a key)."""
+    value = obj[name]
+    if not isinstance(value, str):
+        raise TypeError(f"{name} is {type(value).__name__}, not a string")
+    return value
+
+
 # ------------------------------------------------------------------------------- assembly
 
 
@@ -381,8 +420,10 @@ def _children_by_parent(infos: Iterable[dict[str, Any]]) -> dict[str, list[dict[
 
 
 def _message_sort_key(message: MessageWithParts) -> tuple[float, str]:
-    created = (message[0].get("time") or {}).get("created")
-    return (created if isinstance(created, (int, float)) else float("inf"), _id_of(message[0]))
+    info = message[0] if isinstance(message[0], dict) else {}
+    times = info.get("time") if isinstance(info.get("time"), dict) else {}
+    created = times.get("created")
+    return (created if isinstance(created, (int, float)) else float("inf"), _id_of(info))
 
 
 def assemble_session(
@@ -392,15 +433,30 @@ def assemble_session(
     children: list[dict[str, Any]] | None = None,
 ) -> Iterator[Record]:
     """Records for one session from its info object and its (message, parts) pairs."""
-    session_id = info.get("id") or (messages[0][0].get("sessionID") if messages else "unknown")
-    yield _session_record(info, session_id, path)
+    first = messages[0][0] if messages and isinstance(messages[0][0], dict) else {}
+    session_id = info.get("id") or first.get("sessionID") or "unknown"
+    try:
+        yield _session_record(info, session_id, path)
+    except Exception as exc:  # a field of another type than opencode writes: keep it, and the messages
+        yield unreadable(exc, session_id, path, None, "session", info)
+        yield Session(format=FORMAT, id=session_id, path=path)
+    # A record of another shape than opencode writes is kept as it is, with the reason; the rest is read.
     for index, (message_info, parts) in enumerate(sorted(messages, key=_message_sort_key)):
-        message = _message_record(message_info, parts, session_id, index)
+        parts = [part for part in parts if isinstance(part, dict)] if isinstance(parts, list) else []
+        try:
+            message = _message_record(message_info, parts, session_id, index)
+        except Exception as exc:
+            yield unreadable(exc, session_id, path, None, "message", {"info": message_info, "parts": parts})
+            continue
         yield message
-        yield from _part_records(parts, message)
-        for part in parts:
-            if part.get("type") == "tool":
-                yield _tool_call_record(part, message, children or [])
+        for part_index, part in enumerate(parts):
+            try:
+                records: list[Record] = [_part_record(part, message, part_index)]
+                if part.get("type") == "tool":
+                    records.append(_tool_call_record(part, message, children or []))
+            except Exception as exc:
+                records = [unreadable(exc, session_id, path, None, "part", part)]
+            yield from records
 
 
 def _session_record(info: dict[str, Any], session_id: str, path: str) -> Session:
@@ -457,23 +513,11 @@ def _apply_usage(message: Message, info: dict[str, Any], parts: list[dict[str, A
     message.cost_usd = sum(numeric_costs) if numeric_costs else None
 
 
-def _part_records(parts: list[dict[str, Any]], message: Message) -> Iterator[Part]:
-    for index, part in enumerate(parts):
-        text = part.get("text") if isinstance(part.get("text"), str) else None
-        data = {
-            key: value
-            for key, value in part.items()
-            if key not in {"id", "sessionID", "messageID", "type", "text"}
-        }
-        yield Part(
-            message.session_id,
-            message.id,
-            part.get("id", f"{message.id}:{index}"),
-            index,
-            part.get("type", "unknown"),
-            text,
-            data,
-        )
+def _part_record(part: dict[str, Any], message: Message, index: int) -> Part:
+    text = part.get("text") if isinstance(part.get("text"), str) else None
+    data = {key: value for key, value in part.items() if key not in {"id", "sessionID", "messageID", "type", "text"}}
+    return Part(message.session_id, message.id, part.get("id", f"{message.id}:{index}"), index,
+                part.get("type", "unknown"), text, data)
 
 
 def _tool_call_record(part: dict[str, Any], message: Message, children: list[dict[str, Any]]) -> ToolCall:

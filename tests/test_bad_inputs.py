@@ -1,0 +1,61 @@
+"""Inputs that hung the ingest or got a misleading message: each gets one true line, the rest is stored."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import zstandard
+
+REPO = Path(__file__).resolve().parents[1]
+JOURNAL = REPO / "examples" / "demo" / "journal.txt"
+CLAUDE_LINE = ('{"type":"user","sessionId":"s1","uuid":"u%d","timestamp":"2026-03-12T10:00:00Z",'
+               '"message":{"role":"user","content":"hello %d"}}\n')
+
+
+def opencode_db(path: Path) -> None:
+    con = sqlite3.connect(path)
+    con.executescript("CREATE TABLE session (id TEXT); CREATE TABLE message (id TEXT, session_id TEXT, data TEXT);"
+                      "CREATE TABLE part (id TEXT, message_id TEXT, session_id TEXT, data TEXT);")
+    con.executemany("INSERT INTO session VALUES (?)", [(f"ses_{i:05d}" + "x" * 200,) for i in range(2000)])
+    con.commit()
+    con.close()
+
+
+def test_fifos_devices_loops_and_broken_transcripts(tmp_path: Path) -> None:
+    walked = tmp_path / "logs"
+    walked.mkdir()
+    shutil.copy(JOURNAL, walked / "journal.txt")
+    os.mkfifo(walked / "pipe.log")
+    (walked / "here").symlink_to(".")
+    (walked / "again").symlink_to(".")
+    os.mkfifo(tmp_path / "named.fifo")
+    opencode_db(tmp_path / "corrupt.db")
+    data = bytearray((tmp_path / "corrupt.db").read_bytes())
+    data[8192:len(data) - 4096] = b"\xff" * (len(data) - 8192 - 4096)
+    (tmp_path / "corrupt.db").write_bytes(bytes(data))
+    (tmp_path / "truncated.db").write_bytes(bytes(data[:3000]))
+    transcript = zstandard.ZstdCompressor().compress("".join(CLAUDE_LINE % (i, i) for i in range(3000)).encode())
+    (tmp_path / "cut.jsonl.zst").write_bytes(transcript[:len(transcript) // 2])
+    names = [str(walked), str(tmp_path / "named.fifo"), "/dev/null", str(tmp_path / "corrupt.db"),
+             str(tmp_path / "truncated.db"), str(tmp_path / "cut.jsonl.zst")]
+    result = subprocess.run([sys.executable, "-m", "logmine", "ingest", *names, "--db", str(tmp_path / "t.duckdb")],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert "journal.txt: new, format journal-short, 1,205 lines read" in result.stdout
+    errors = sorted(result.stderr.strip().splitlines())
+    assert errors == sorted([
+        f"logmine: {walked}/pipe.log: not a regular file (a FIFO), skipped",
+        f"logmine: {tmp_path}/named.fifo: not a regular file (a FIFO), skipped",
+        "logmine: /dev/null: not a regular file (a character device), skipped",
+        f"logmine: {tmp_path}/corrupt.db: the opencode database cannot be read, corrupt? "
+        "(database disk image is malformed)",
+        f"logmine: {tmp_path}/truncated.db: a SQLite database that cannot be read, truncated or corrupt? "
+        "(database disk image is malformed)",
+        f"logmine: {tmp_path}/cut.jsonl.zst: unreadable after line 1009, corrupt or truncated? "
+        "(zstd data ends inside a frame)",
+    ]), result.stderr
