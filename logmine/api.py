@@ -271,6 +271,18 @@ def tables(con: duckdb.DuckDBPyConnection) -> Rows:
     return Rows(["name", "kind", "rows", "columns"], counted)
 
 
+def report(con: duckdb.DuckDBPyConnection, fmt: str = "html", runs: list[int] | None = None,
+           source: str | None = None, session: str | None = None) -> str:
+    """The postmortem report as one self-contained HTML page (`fmt="html"`) or Markdown text."""
+    from .report import render_report  # here, not at the top: it loads matplotlib and Jinja2
+
+    # The source, runs and session must exist, named as for any query (a source by a unique path suffix).
+    selected = check_selection(con, source=source, session=session)
+    for run_ in runs or []:
+        check_selection(con, source=selected["source"], run=run_)
+    return render_report(con, fmt=fmt, runs=runs, source=selected["source"], session=session)
+
+
 def runs(con: duckdb.DuckDBPyConnection, source: str | None = None) -> pd.DataFrame:
     """The `runs` query: one row per server run."""
     return query(con, "runs", source=source)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -200,6 +201,32 @@ def lab(db: str, port: int | None, run_: int | None, browser: bool) -> None:
         click.echo("JupyterLab stopped")
     elif code:
         fail(f"JupyterLab exited (code {code})")
+
+
+@main.command()
+@DB_OPTION
+@click.option("-o", "--output", required=True, help="FILE.html, FILE.md, or - for standard output.")
+@click.option("--format", "fmt", type=click.Choice(["html", "markdown"]), default=None,
+              help="Override the format the output's suffix asks for (html for -).")
+@click.option("--run", "runs", type=int, multiple=True, help="Only this run ordinal (repeatable).")
+@click.option("--source", default=None, help="Only this source (display name or path).")
+@click.option("--session", default=None, help="Only this agent session id.")
+def report(db: str, output: str, fmt: str | None, runs: tuple[int, ...], source: str | None,
+           session: str | None) -> None:
+    """Write a postmortem: what happened, why, what it cost, with the log line behind every figure."""
+    from .report import format_for  # here, not at the top: the report loads matplotlib and Jinja2
+
+    fmt = fmt or format_for(output)
+    with api.open_db(db) as con:
+        text = api.report(con, fmt=fmt, runs=list(runs) or None, source=source, session=session)
+    if output == "-":
+        click.echo(text)
+        return
+    try:
+        Path(output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        fail(f"{output}: cannot write the report ({exc.strerror})")
+    click.echo(f"{output}: {fmt} report, {len(text):,} characters", err=True)
 
 
 # The terminal view: the figure is in the claim's text, the measured one as the log printed it.

@@ -1,0 +1,106 @@
+"""Static charts as inline SVG (matplotlib, no JavaScript): the start-up Gantt, the GPU memory budget
+and serving over time. Text stays text in the SVG (selectable, found by search) and matplotlib escapes it."""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Sequence
+
+import matplotlib
+from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
+from matplotlib.figure import Figure  # a bare Figure, not pyplot: no GUI backend, no global state
+from matplotlib.patches import Patch
+
+from .model import Bar
+
+STYLE = {"svg.fonttype": "none", "svg.hashsalt": "logmine", "font.size": 9, "font.family": "sans-serif",
+         "axes.spines.top": False, "axes.spines.right": False}
+# Colour-blind-safe palette (Okabe-Ito), one colour per phase / memory share.
+LINE_COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"]
+PALETTE = ["#999999", "#56B4E9", "#0072B2", "#009E73", "#E69F00", "#CC79A7", "#D55E00", "#F0E442", "#882255",
+           "#44AA99", "#332288"]
+
+
+def short_label(label: str, limit: int = 34) -> str:
+    """A tick label that leaves the plot its width: long file names keep their start and end."""
+    return label if len(label) <= limit else label[:limit // 2 - 1] + "…" + label[-(limit // 2):]
+
+
+def to_svg(fig: Figure) -> str:
+    buffer = io.StringIO()
+    # A constrained layout rather than bbox_inches="tight", which draws the figure twice.
+    fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
+    svg = buffer.getvalue()
+    # Inline SVG needs neither the XML prolog, the DTD reference nor the RDF metadata block.
+    svg = svg[svg.index("<svg"):]
+    return re.sub(r"<metadata>.*?</metadata>", "", svg, flags=re.S)
+
+
+def gantt(bars: Sequence[Bar], phases: Sequence[str], x_limit: float) -> str:
+    colours = dict(zip(phases, PALETTE, strict=False))
+    with matplotlib.rc_context(STYLE):
+        fig = Figure(figsize=(9, 0.45 * len(bars) + 1.6), layout="constrained")
+        ax = fig.add_subplot()
+        # Bars longer than the longest start (hours of serving) are cut a little past it; the note says how long.
+        cut = x_limit * 1.1
+        for y, bar in enumerate(bars):
+            for name, start, length in bar.segments:
+                ax.barh(y, max(min(length, cut - start), 0), left=start, color=colours.get(name, "#dddddd"),
+                        edgecolor="white", linewidth=0.5, height=0.6)
+            end = max((s + n for _, s, n in bar.segments), default=0)
+            if bar.note:
+                ax.text(min(end, cut) + x_limit * 0.015, y, bar.note, va="center", fontsize=8)
+        ax.set_yticks(range(len(bars)), [short_label(b.label) for b in bars])
+        ax.invert_yaxis()
+        ax.set_xlim(0, x_limit * 1.9)
+        ax.set_xlabel("seconds since the start")
+        used = [p for p in phases if any(s[0] == p for b in bars for s in b.segments)]
+        handles = [Patch(color=colours.get(p, "#dddddd"), label=p) for p in used]
+        fig.legend(handles=handles, loc="outside lower center", ncol=6, frameon=False, fontsize=8)
+        return to_svg(fig)
+
+
+def stacked_bars(labels: Sequence[str], shares: dict[str, Sequence[float]], unit: str) -> str:
+    """Horizontal stacked bars: one per label, one colour per share (missing shares as 0)."""
+    with matplotlib.rc_context(STYLE):
+        fig = Figure(figsize=(9, 0.5 * len(labels) + 1.4), layout="constrained")
+        ax = fig.add_subplot()
+        left = [0.0] * len(labels)
+        for colour, (name, values) in zip(PALETTE[1:], shares.items(), strict=False):
+            widths = [v or 0.0 for v in values]
+            if not any(widths):
+                continue  # a share no bar has (no draft model) stays out of the legend
+            ax.barh(range(len(labels)), widths, left=left, color=colour, label=name, height=0.6,
+                    edgecolor="white", linewidth=0.5)
+            for y, (x, w) in enumerate(zip(left, widths, strict=True)):
+                if w >= 4:
+                    ax.text(x + w / 2, y, f"{w:.2f}", ha="center", va="center", fontsize=7)
+            left = [x + w for x, w in zip(left, widths, strict=True)]
+        ax.set_yticks(range(len(labels)), [short_label(label, 44) for label in labels])
+        ax.invert_yaxis()
+        ax.set_xlabel(unit)
+        fig.legend(loc="outside lower center", ncol=6, frameon=False, fontsize=8)
+        return to_svg(fig)
+
+
+def time_panels(series: dict[str, dict[str, tuple[list, list]]], x_label: str) -> str:
+    """Small multiples sharing the time axis: panel title -> line label -> (x values, y values)."""
+    with matplotlib.rc_context(STYLE):
+        # Fixed margins: a constrained layout measures every tick label of every panel (a second or so).
+        height = 1.6 * len(series) + 0.8
+        fig = Figure(figsize=(9, height))
+        fig.subplots_adjust(left=0.07, right=0.98, top=1 - 0.3 / height, bottom=0.55 / height, hspace=0.45)
+        axes = fig.subplots(len(series), 1, sharex=True, squeeze=False)[:, 0]
+        for ax, (title, lines) in zip(axes, series.items(), strict=True):
+            for colour, (label, (xs, ys)) in zip(LINE_COLOURS * len(lines), lines.items(), strict=False):
+                # Dots mark a few points; on hundreds they only add weight to the SVG.
+                ax.plot(xs, ys, color=colour, label=short_label(label), linewidth=1.2,
+                        marker="." if len(xs) <= 60 else None, markersize=3)
+            ax.set_title(title, loc="left", fontsize=9)
+        axes[0].legend(loc="upper right", frameon=False, fontsize=8, ncol=4)
+        axes[-1].set_xlabel(x_label)
+        locator = AutoDateLocator()
+        axes[-1].xaxis.set_major_locator(locator)
+        axes[-1].xaxis.set_major_formatter(ConciseDateFormatter(locator))
+        return to_svg(fig)

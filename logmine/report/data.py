@@ -1,0 +1,108 @@
+"""Gather what the report shows from a logmine database: named queries, filtered to the runs, source
+and session asked for, and the evidence lines behind the figures."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import duckdb
+import pandas as pd
+
+from .. import named_queries
+from .model import Citation
+
+# Per-run queries, each keyed by the column that holds the run ordinal.
+RUN_QUERIES = {"runs": "ordinal", "load-time": "run", "memory-budget": "run", "ends": "run",
+               "evidence": "run", "serving": "run", "serving-trend": "run"}
+SESSION_QUERIES = ("links", "requests", "sessions", "tool-calls")
+CLAIMS_QUERY = "claims"
+CITED_CHARS = 600
+
+
+@dataclass
+class ReportData:
+    """The rows each section is made from; `claims` is None when the database cannot answer it."""
+
+    frames: dict[str, pd.DataFrame]
+    config_diffs: pd.DataFrame
+    messages: pd.DataFrame
+    claims: pd.DataFrame | None = None
+    _evidence: dict[tuple[str, int, str], list[tuple[str, Citation]]] = field(default_factory=dict)
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        return self.frames[name]
+
+    def cite(self, source: str, run: int, figure: str, rank: str | None = None) -> list[Citation]:
+        """The line behind a figure of a run: the given rank's, else the first rank's (rank 0)."""
+        found = self._evidence.get((source, int(run), figure), [])
+        if rank is not None:
+            found = [f for f in found if f[0] == rank] or found
+        return [found[0][1]] if found else []
+
+    def cite_message(self, session: str, message_index: int) -> list[Citation]:
+        """A transcript message as evidence: its session, index and text."""
+        rows = self.messages[(self.messages["session_id"] == session) & (self.messages["idx"] == message_index)]
+        if rows.empty:
+            return []
+        row = rows.iloc[0]
+        return [Citation(f"{short_session(session)}/message {message_index}", f"session {session}, {row['id']}",
+                         clip(f"{row['role']}: {row['text'] or ''}"))]
+
+
+def gather(con: duckdb.DuckDBPyConnection, runs: Sequence[int] | None = None, source: str | None = None,
+           session: str | None = None) -> ReportData:
+    frames = {}
+    for name, run_column in RUN_QUERIES.items():
+        df = named_queries.run(con, name, source=source, run=None, bucket_s=None)
+        frames[name] = df[df[run_column].isin(runs)].reset_index(drop=True) if runs else df
+    wanted = set(zip(frames["runs"]["source"], frames["runs"]["ordinal"], strict=True))
+    for name in SESSION_QUERIES:
+        df = named_queries.run(con, name, session=session, source=source)
+        if name == "links" and runs:
+            df = df[df["run"].isin(runs)].reset_index(drop=True)
+        frames[name] = df
+    diffs = named_queries.run(con, "config-diff", source=source, run=None)
+    keep = [(s, r) in wanted for s, r in zip(diffs["source"], diffs["to_run"], strict=True)]
+    diffs = diffs.loc[pd.Series(keep, index=diffs.index, dtype=bool)]
+    messages = named_queries.run_sql(con, """
+        SELECT session_id, idx, id, role, text FROM messages WHERE $session IS NULL OR session_id = $session
+        ORDER BY session_id, idx""", session=session)
+    data = ReportData(frames, diffs.reset_index(drop=True), messages, claims(con, session))
+    for row in frames["evidence"].itertuples(index=False):
+        citation = cite_line(row.source, row.line_no, row.text)
+        data._evidence.setdefault((row.source, int(row.run), row.figure), []).append((row.rank, citation))
+    return data
+
+
+def claims(con: duckdb.DuckDBPyConnection, session: str | None) -> pd.DataFrame | None:
+    """Claims the agent made, checked against the logs, once the knowledge-extraction query exists;
+    None when it does not or cannot run on this database."""
+    if CLAIMS_QUERY not in named_queries.names():
+        return None
+    try:
+        df = named_queries.run(con, CLAIMS_QUERY, session=session)
+    except duckdb.Error:
+        return None
+    expected = {"session", "message", "text", "value", "unit", "measured", "measured_source", "verdict"}
+    return df if expected <= set(df.columns) else None
+
+
+def cite_line(source: str, line_no: int, text: str | None) -> Citation:
+    """A log line as evidence: `file:line`, the source's full name, and the line (a traceback's first)."""
+    first = (text or "").split("\n", 1)[0]
+    return Citation(f"{short_source(source)}:{line_no}", source, clip(first))
+
+
+def clip(text: str) -> str:
+    """A cited line short enough to show on hover (a server_args dump is 10-14 KB)."""
+    return text if len(text) <= CITED_CHARS else text[:CITED_CHARS - 1] + "…"
+
+
+def short_source(display: str) -> str:
+    """`/work/logs/journal.txt` -> `journal.txt`: the name a reader recognises, the path is in `where`."""
+    return display.rstrip("/").rsplit("/", 1)[-1]
+
+
+def short_session(session: str) -> str:
+    return session if len(session) <= 14 else session[:12] + "…"

@@ -1,0 +1,103 @@
+"""Why each run ended: crashes, stops while loading, systemd's verdicts and the agent's commands."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .common import of_run, run_name, run_rows
+from .data import ReportData, cite_line
+from .model import Folded, Heading, Section, Text
+from .words import first_upper, missing, quote
+
+# What a server was doing after the last start-up milestone it logged.
+DOING_AFTER = [("started", "initialising"), ("weights_begin", "loading weights"), ("weights", "allocating the KV pool"),
+               ("kv_pool", "capturing CUDA graphs"), ("cuda_graphs", "loading the draft model or warming up"),
+               ("hicache", "pinning the HiCache host pool")]
+CRASH_KINDS = ("oom", "host_memory", "abort", "traceback")
+
+
+def end_story(data: ReportData, run: pd.Series) -> Text:
+    """One sentence on how a run ended, citing the line that says so."""
+    source, ordinal = run["source"], int(run["ordinal"])
+    ends = of_run(data["ends"], source, ordinal)
+    crashes = ends[ends["kind"].isin(CRASH_KINDS)]
+    stopped = ends[ends["kind"] == "stopped_while_loading"]
+    verdicts = ends[ends["kind"].str.startswith("systemd_")]
+    if not crashes.empty:
+        first = crashes.iloc[0]
+        when = "while starting" if missing(run["ready_at"]) else "after it was ready"
+        words = f"crashed {when}: {first['kind'].replace('_', ' ')} error, {quote(first['detail'], 200).rstrip('.')}"
+        return Text(words, [cite_line(source, first["line_no"], first["text"])])
+    if not stopped.empty:
+        row = stopped.iloc[0]
+        doing = doing_when_stopped(data, source, ordinal)
+        by = (f", by the agent (message {int(row['message_index'])}: “{quote(row['agent_command'], 120)}”)"
+              if not missing(row["session"]) else "")
+        words = (f"was stopped while still {doing}, {row['detail'].removeprefix('stopped ')}{by}: "
+                 "an operator's restart, not a crash")
+        cites = [cite_line(source, row["line_no"], row["text"])]
+        cites += data.cite_message(row["session"], int(row["message_index"])) if by else []
+        return Text(words, cites)
+    reason = run["end_reason"]
+    if reason == "running":
+        return Text("was still running at the end of the log")
+    detail = run["end_detail"] if not missing(run["end_detail"]) else ""
+    words = {"restarted": "was restarted", "stopped": "was stopped", "crashed": "crashed after it was ready",
+             "failed": "failed while starting"}.get(reason, reason)
+    if not verdicts.empty:
+        row = verdicts.iloc[0]
+        agent = ends.dropna(subset=["session"])
+        by = ""
+        cites = [cite_line(source, row["line_no"], row["text"])]
+        if not agent.empty:
+            first = agent.iloc[0]
+            by = f" by the agent (message {int(first['message_index'])}: “{quote(first['agent_command'], 120)}”)"
+            cites += data.cite_message(first["session"], int(first["message_index"]))
+        return Text(f"{words}{by}" + (f"; {detail}" if detail else ""), cites)
+    return Text(words + (f" ({detail})" if detail else ""))
+
+
+def headline(ends: pd.DataFrame, run: pd.Series) -> str:
+    """A few words on how a run ended, for its heading."""
+    crashes = ends[ends["kind"].isin(CRASH_KINDS)]
+    if not crashes.empty:
+        return f"{run['end_reason']}, {crashes['kind'].iloc[0].replace('_', ' ')} error"
+    if (ends["kind"] == "stopped_while_loading").any():
+        by = " by the agent" if ends["session"].notna().any() else ""
+        return f"stopped{by} while still loading, not a crash"
+    by = " by the agent" if ends["session"].notna().any() else ""
+    return f"{run['end_reason']}{by}"
+
+
+def doing_when_stopped(data: ReportData, source: str, run: int) -> str:
+    evidence = of_run(data["evidence"], source, run)
+    reached = evidence.sort_values("line_no")["figure"].tolist()
+    doing = "starting"
+    for figure, what in DOING_AFTER:
+        if figure in reached:
+            doing = what
+    return doing
+
+
+def ends_section(data: ReportData) -> Section | None:
+    ends = data["ends"]
+    blocks = []
+    for run in run_rows(data):
+        source, ordinal = run["source"], int(run["ordinal"])
+        rows = of_run(ends, source, ordinal)
+        if rows.empty and run["end_reason"] == "running":
+            continue
+        story = end_story(data, run)
+        blocks.append(Heading(f"{first_upper(run_name(data, source, ordinal))}: {headline(rows, run)}"))
+        blocks.append(Text(f"{first_upper(run_name(data, source, ordinal))} {story.words}.", story.cites))
+        for _, row in rows.iterrows():
+            cite = [cite_line(source, row["line_no"], row["text"])]
+            label = f"{row['ts']:%H:%M:%S} {row['kind'].replace('_', ' ')}" if not missing(row["ts"]) else row["kind"]
+            rank = f" ({row['rank']})" if row["rank"] else ""
+            if row["kind"] in CRASH_KINDS:
+                lines = f"lines {row['line_no']}–{row['last_line_no']}"
+                blocks.append(Folded(Text(f"{label}{rank}: {quote(row['detail'], 200)} — whole traceback, {lines}",
+                                          cite), row["text"] or ""))
+            else:
+                blocks.append(Text(f"{label}{rank}: {quote(row['detail'], 200)}", cite))
+    return Section("Why each run ended", blocks, "ends") if blocks else None

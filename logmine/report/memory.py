@@ -1,0 +1,90 @@
+"""The memory budget per configuration: GPU shares per rank, SGLang's KV formula, the HiCache host pool."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .common import draw, run_name
+from .data import ReportData
+from .model import Chart, Heading, Section, Table, Text
+from .words import first_upper, missing, number, quote, rank_span
+
+MEMORY_SHARES = [("weights", "weights_gib"), ("KV pool", "kv_gib"),
+                 ("draft model", ("draft_weights_gib", "draft_kv_gib")), ("CUDA graphs", "cuda_graph_gib"),
+                 ("headroom", "final_available_gib")]
+
+
+def share(row: pd.Series, columns: str | tuple[str, ...]) -> float:
+    names = (columns,) if isinstance(columns, str) else columns
+    return sum(0.0 if missing(row[c]) else float(row[c]) for c in names)
+
+
+def memory_section(data: ReportData) -> Section | None:
+    budget = data["memory-budget"]
+    per_rank = budget[(budget["rank"] != "all ranks") & budget["weights_gib"].notna()]
+    if per_rank.empty:
+        return None
+    labels, shares, formula_rows, host_rows = [], {name: [] for name, _ in MEMORY_SHARES + [("other", "")]}, [], []
+    signature_seen: dict[tuple, str] = {}
+    explained: dict[str, list[str]] = {}
+    for (source, ordinal), rows in per_rank.groupby(["source", "run"], sort=False):
+        name = run_name(data, source, int(ordinal))
+        figures = [c for _, c in MEMORY_SHARES if isinstance(c, str)] + ["kv_tokens"]
+        identical = len(rows[figures].drop_duplicates()) == 1
+        shown = rows.iloc[:1] if identical else rows
+        for _, row in shown.iterrows():
+            signature = tuple(share(row, c) for _, c in MEMORY_SHARES)
+            label = f"{name} · {'each of ' + rank_span(list(rows['rank'])) if identical else row['rank']}"
+            if identical and signature in signature_seen:
+                label += f" (as {signature_seen[signature]})"
+            signature_seen.setdefault(signature, name)
+            labels.append(label)
+            total = float(row["gpu_before_load_gib"]) if not missing(row["gpu_before_load_gib"]) else 0.0
+            for share_name, columns in MEMORY_SHARES:
+                shares[share_name].append(share(row, columns))
+            shares["other"].append(max(total - sum(signature), 0.0))
+        first = rows.iloc[0]
+        run_figures = {figure: data.cite(source, int(ordinal), figure, first["rank"])
+                       for figure in ("weights_begin", "weights", "kv_pool", "hicache")}
+        formula_rows.append([
+            Text(name), Text(rank_span(list(rows["rank"])) + (" (identical)" if identical else " (rank 0 shown)")),
+            Text(number(first["gpu_before_load_gib"]), run_figures["weights_begin"]),
+            Text(number(first["mem_fraction_static"])),
+            Text(number(first["after_weights_gib"]), run_figures["weights"]),
+            Text(number(first["kv_formula_gib"])),
+            Text(f"{number(first['kv_tokens'])} tokens, {number(first['kv_gib'])} GiB", run_figures["kv_pool"]),
+            Text(number(first["kv_gap_gib"]))])
+        explained.setdefault("" if missing(first["kv_gap_cause"]) else first["kv_gap_cause"], []).append(name)
+        host = rows[rows["host_cache_gb"].notna()]
+        if not host.empty:
+            free = host["host_free_gb"].dropna()
+            host_rows.append([
+                Text(name), Text(str(len(host))),
+                Text(f"{number(host['host_cache_gb'].iloc[0])} GB ({number(host['host_cache_gib'].iloc[0])} GiB)"
+                     if host["host_cache_gb"].nunique() == 1 else "varies by rank", run_figures["hicache"]),
+                Text(f"{number(host['host_cache_gb'].sum())} GB ({number(host['host_cache_gib'].sum())} GiB)",
+                     data.cite(source, int(ordinal), "hicache")),
+                Text(f"{number(free.iloc[0])} GB" if not free.empty else "not logged")])
+    alt = "; ".join(f"{label}: " + ", ".join(f"{k} {number(v[i])} GiB" for k, v in shares.items() if v[i])
+                    for i, label in enumerate(labels))
+    blocks = [Text("GPU memory per rank, in GiB (SGLang prints \"GB\" for the device but divides by 2^30): the "
+                   "bar's length is the memory free before the weights loaded; \"other\" is what the logged "
+                   "figures do not account for (activations, NCCL buffers, the allocator)."),
+              Chart(lambda: draw("stacked_bars", labels, shares, "GiB per rank"), alt),
+              Heading("SGLang's KV formula beside the logged KV pool"),
+              Text("rest = avail after weights − memory before load × (1 − mem_fraction_static). KV tokens and sizes "
+                   "are per rank: each tensor-parallel rank holds every token's share, so they are never summed."),
+              Table(["run", "ranks", "before load GiB", "mem_fraction_static", "after weights GiB", "formula GiB",
+                     "logged KV pool (per rank)", "gap GiB"], formula_rows,
+                    [False, False, True, True, True, True, True, True])]
+    blocks += [Text(f"{first_upper(', '.join(names))}: {why}.") for why, names in explained.items() if why]
+    refused = [Text(f"{first_upper(run_name(data, r.source, int(r.run)))} asked for more host memory than was "
+                    f"free: {quote(r.text, 200)}", data.cite(r.source, int(r.run), "host_memory_short"))
+               for r in data["evidence"].itertuples() if r.figure == "host_memory_short"]
+    if host_rows or refused:
+        blocks += [Heading("Host memory: the HiCache pool"),
+                   Text("As SGLang printed it (decimal GB) and in GiB; the host's free memory where the log shows it.")]
+        blocks += [Table(["run", "ranks", "per rank", "total", "host free"], host_rows,
+                         [False, True, True, True, True])] if host_rows else []
+        blocks += refused
+    return Section("Memory budget per configuration", blocks, "memory")

@@ -1,0 +1,239 @@
+"""`logmine report`: the postmortem rendered from real databases (the bundled example and the kimi-k25
+sample), read back as a browser shows it (headless Chromium), in both formats."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from collections.abc import Callable
+from html.parser import HTMLParser
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from logmine import api, named_queries
+from logmine.cli import main
+from tests.conftest import REPO, shared_path
+
+CHROMIUM = Path("/usr/bin/chromium")
+DEMO = REPO / "examples" / "demo"
+# The page's own requests carry its (opaque, file://) origin as initiator; Chromium's background
+# services (updates, time) say "not an origin".
+BROWSER_OWN = "not an origin"
+
+XSS_LOG = """\
+[2026-03-01 10:00:00] server_args=ServerArgs(model_path='/m/<script>alert(1)</script>', \
+served_model_name='<img src=x onerror=alert(3)>', tp_size=1, mem_fraction_static=0.8)
+[2026-03-01 10:00:02] Init torch distributed begin.
+[2026-03-01 10:00:03] Load weight begin. avail mem=78.00 GB
+[2026-03-01 10:00:05] Scheduler hit an exception: Traceback (most recent call last):
+  File "/opt/sglang/scheduler.py", line 10, in run_scheduler_process
+    raise ValueError("<script>alert(1)</script>")
+ValueError: <img src=x onerror=alert(2)> <script>alert(1)</script>
+[2026-03-01 10:00:05] Received sigquit from a child process. It usually means the child failed.
+"""
+
+
+class Page(HTMLParser):
+    """What a reader of the rendered DOM sees: its text (style sheets left out) and its elements."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.text: list[str] = []
+        self.tags: list[str] = []
+        self.links: list[str] = []
+        self._in_style = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        self._in_style = tag == "style"
+        self.links += [v or "" for k, v in attrs if k in ("src", "href", "xlink:href", "action", "srcset", "poster")]
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_style = False
+
+    def handle_data(self, data: str) -> None:
+        if not self._in_style:
+            self.text.append(data)
+
+    @classmethod
+    def read(cls, html: str) -> Page:
+        page = cls()
+        page.feed(html)
+        return page
+
+    @property
+    def words(self) -> str:
+        return " ".join(" ".join(self.text).split())
+
+
+def chromium(page: Path, tmp: Path, *args: str) -> subprocess.CompletedProcess:
+    if not CHROMIUM.exists():
+        pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
+    profile = tmp / f"profile-{len(list(tmp.glob('profile-*')))}"
+    command = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync",
+               f"--user-data-dir={profile}", *args, page.as_uri()]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+    shutil.rmtree(profile, ignore_errors=True)
+    return done
+
+
+def rendered(con: duckdb.DuckDBPyConnection, tmp: Path, name: str) -> tuple[str, str, Path]:
+    html, markdown = api.report(con, fmt="html"), api.report(con, fmt="markdown")
+    path = tmp / f"{name}.html"
+    path.write_text(html, encoding="utf-8")
+    return html, markdown, path
+
+
+@pytest.fixture(scope="module")
+def kimi(ingested: Callable[..., duckdb.DuckDBPyConnection], tmp_path_factory: pytest.TempPathFactory):
+    sample = shared_path("samples", "kimi-k25")
+    con = ingested(sample / "journal.txt", sample / "session.opencode.json")
+    tmp = tmp_path_factory.mktemp("report-kimi")
+    html, markdown, path = rendered(con, tmp, "kimi")
+    con.close()
+    net_log = tmp / "net.json"
+    dom = chromium(path, tmp, '--host-resolver-rules=MAP * ~NOTFOUND', f"--log-net-log={net_log}",
+                   "--dump-dom").stdout
+    return {"html": html, "markdown": markdown, "path": path, "dom": dom, "net_log": net_log, "tmp": tmp}
+
+
+@pytest.fixture(scope="module")
+def demo(ingested: Callable[..., duckdb.DuckDBPyConnection], tmp_path_factory: pytest.TempPathFactory):
+    con = ingested(DEMO / "journal.txt", DEMO / "session.opencode.json")
+    tmp = tmp_path_factory.mktemp("report-demo")
+    html, markdown, path = rendered(con, tmp, "demo")
+    con.close()
+    return {"html": html, "markdown": markdown, "dom": chromium(path, tmp, "--dump-dom").stdout}
+
+
+def test_kimi_report_shows_the_scenario_as_a_browser_renders_it(kimi: dict) -> None:
+    seen = Page.read(kimi["dom"]).words
+    assert "3 server starts of kimi-k2.5 (8 ranks)" in seen
+    assert "Run 1 was ready after 690 s (11 min 30 s)" in seen
+    assert "Run 3 was ready after 736 s (12 min 16 s)" in seen
+    # Run 2 was restarted by the agent while loading: the report says so, and that it was no crash.
+    assert "Run 2 never became ready: it was stopped while still loading weights" in seen
+    assert "an operator's restart, not a crash" in seen
+    assert "44.77 GB (41.70 GiB)" in seen and "358.16 GB (333.60 GiB)" in seen
+    assert "159,277 tokens, 10.42 GiB" in seen
+    assert "1,274,216" not in seen  # KV tokens are per rank, never summed over the 8 ranks
+    assert "hicache_ratio 2.0 → 4.0" in seen
+    assert "after the user asked “can we do ratio 4?”" in seen
+    assert "“What about hicache?”" in seen
+    assert "All 26 tool calls, in order; 1 failed" in seen  # message 22's, which the bash tool's timeout ended
+    assert "Tool calls the tool ended (timeouts, interrupts, denials) message tool ended by after command 22" in seen
+    # The agent's claims (knowledge extraction's query), inconsistent first: the GiB/GB mix-up of message 22.
+    claims = seen.split("The agent's claims, checked against the logs")[1]
+    assert claims.index("inconsistent") < claims.index("consistent message")
+    assert "4 x 10.42 = ~41.7 GB per GPU" in claims and "GiB written as GB" in claims
+    # Citations: the figure's line, shown with it (hover chip with the line's text inside).
+    assert "journal.txt:1517" in seen and "Allocating 44.77 GB host memory for hierarchical KV cache" in seen
+    for section in ("Summary", "Timeline of every run", "Why each run ended", "Memory budget per configuration",
+                    "Configuration changes", "Serving", "The agent"):
+        assert section in seen
+
+
+def test_kimi_report_in_markdown_carries_the_same_figures(kimi: dict) -> None:
+    md = kimi["markdown"]
+    for figure in ("690 s", "736 s", "44.77 GB (41.70 GiB)", "358.16 GB (333.60 GiB)", "159,277 tokens, 10.42 GiB",
+                   "hicache\\_ratio 2.0 → 4.0", "“can we do ratio 4?”", "[`journal.txt:1517`]"):
+        assert figure in md
+    assert md.rstrip().endswith("```") and "journal.txt:1517  [2026-03-01 23:43:32 TP0] Allocating 44.77 GB" in md
+
+
+def test_no_request_leaves_the_page(kimi: dict) -> None:
+    page = Page.read(kimi["html"])
+    assert all(link.startswith("#") for link in page.links), page.links
+    assert not {"script", "link", "iframe", "img", "object", "embed"} & set(page.tags)
+    assert not re.search(r"url\((?!#)|@import", kimi["html"])  # SVG clip paths refer to ids in the page
+    assert "default-src 'none'" in kimi["html"]  # and the browser is told to refuse anything else
+    events = json.loads(kimi["net_log"].read_text())
+    start_job = events["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
+    jobs = [e["params"] for e in events["events"] if e["type"] == start_job and "url" in e.get("params", {})]
+    requested = [job["url"] for job in jobs if job.get("initiator") != BROWSER_OWN]
+    assert jobs  # the log was on (Chromium's own services are in it): an empty log would prove nothing
+    assert [url for url in requested if not url.startswith("file:")] == []
+
+
+def test_screenshot_of_the_kimi_report(kimi: dict) -> None:
+    png = kimi["tmp"] / "kimi-report.png"
+    chromium(kimi["path"], kimi["tmp"], f"--screenshot={png}", "--window-size=1280,4000")
+    from PIL import Image
+
+    image = Image.open(png)
+    assert image.size == (1280, 4000)
+    # Text, charts and tables, not a blank page: many colours in the page's top half.
+    assert len(image.crop((0, 0, 1280, 2000)).getcolors(1 << 20) or []) > 200
+    print(f"screenshot: {png}")
+
+
+def test_demo_report_in_both_formats(demo: dict) -> None:
+    seen = Page.read(demo["dom"]).words
+    assert "3 server starts of qwen3-32b (2 ranks)" in seen
+    assert "Run 2 never became ready: it crashed while starting: host memory error" in seen
+    assert "Requesting 120.34 GB but only have 88.10 GB free" in seen
+    assert "80.23 GB (74.72 GiB)" in seen and "160.46 GB (149.44 GiB)" in seen
+    assert "hicache_ratio 3.0 → 2.0" in seen and "“yes go with 2.0, before it retries”" in seen
+    md = demo["markdown"]
+    assert "Run 3 was ready after 115 s" in md and "<details><summary>" in md
+
+
+def test_log_text_is_escaped(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text(XSS_LOG)
+    db = tmp_path / "x.duckdb"
+    api.ingest([str(log)], db=db)
+    with api.open_db(db) as con:
+        html, markdown, path = rendered(con, tmp_path, "xss")
+    assert not re.search(r"<script|<img", html, re.I)
+    page = Page.read(chromium(path, tmp_path, "--dump-dom").stdout)
+    assert not {"script", "img"} & set(page.tags)
+    assert "ValueError: <img src=x onerror=alert(2)> <script>alert(1)</script>" in page.words
+    assert "of <img src=x onerror=alert(3)>" in page.words
+    # Markdown: raw only inside code fences (shown literally), escaped everywhere else.
+    outside_code = re.sub(r"^(`{3,})\n.*?^\1$", "", markdown, flags=re.S | re.M)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in outside_code
+    assert not re.search(r"<script|<img", outside_code, re.I)
+
+
+def test_cli_writes_by_suffix_and_to_stdout(tmp_path: Path, ingested: Callable[..., duckdb.DuckDBPyConnection]) -> None:
+    con = ingested(DEMO / "journal.txt", DEMO / "session.opencode.json")
+    db = next(path for _, name, path in con.execute("PRAGMA database_list").fetchall() if name != "temp")
+    con.close()
+    runner = CliRunner()
+    done = runner.invoke(main, ["report", "--db", str(db), "--run", "3", "-o", str(tmp_path / "r.md")])
+    assert done.exit_code == 0, done.output
+    text = (tmp_path / "r.md").read_text()
+    assert text.startswith("# Postmortem: journal.txt") and "1 run," in text and "Run 3 was ready after 115 s" in text
+    done = runner.invoke(main, ["report", "--db", str(db), "-o", "-", "--format", "html"])
+    assert done.exit_code == 0 and done.output.startswith("<!DOCTYPE html>")
+    done = runner.invoke(main, ["report", "--db", str(db), "-o", str(tmp_path / "r.pdf")])
+    assert done.exit_code != 0 and "unknown report suffix '.pdf'" in str(done.exception or done.output)
+
+
+def test_claims_table_puts_inconsistent_first(monkeypatch: pytest.MonkeyPatch,
+                                                   ingested: Callable[..., duckdb.DuckDBPyConnection]) -> None:
+    """The claims table from rows chosen for it (the claims query's columns): every verdict, inconsistent first."""
+    claims = pd.DataFrame({
+        "session": ["s1", "s1", "s1"], "message": [3, 5, 6], "text": ["KV pool 37.36 GB", "~334 GB total", "maybe"],
+        "value": [37.36, 334.0, None], "unit": ["GB", "GB", None], "measured": [37.36, 358.16, None],
+        "measured_source": ["journal run 1 TP0", "journal run 3: sum of 8 lines", None],
+        "verdict": ["consistent", "inconsistent", "unverifiable"]})
+    real_run = named_queries.run
+    monkeypatch.setattr(named_queries, "run",
+                        lambda con, name, **params: claims if name == "claims" else real_run(con, name, **params))
+    con = ingested(DEMO / "journal.txt", DEMO / "session.opencode.json")
+    md = api.report(con, fmt="markdown")
+    con.close()
+    counts, table = md.split("### The agent's claims, checked against the logs")[1].split("\n\n")[1:3]
+    assert counts.strip() == "1 inconsistent, 1 consistent, 1 unverifiable."
+    table = table.splitlines()
+    assert [row.split(" | ")[0] for row in table[2:]] == ["| inconsistent", "| consistent", "| unverifiable"]
+    assert "~334 GB total | 334.00 GB | 358.16 GB | journal run 3: sum of 8 lines" in table[2]
