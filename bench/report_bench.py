@@ -12,7 +12,6 @@ median, and, measured in this process, the time of each named query the report r
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import resource
 import shutil
@@ -23,25 +22,16 @@ import tempfile
 import time
 from pathlib import Path
 
-BENCH_DIR = Path(__file__).resolve().parent
+import ingest_bench  # beside this script, which Python puts first on sys.path (its cached journal generator)
+
 TARGET_S = 5.0
-
-
-def _load_ingest_bench():
-    """bench/ingest_bench.py by path (bench/ is not a package): its cached journal generator."""
-    spec = importlib.util.spec_from_file_location("ingest_bench", BENCH_DIR / "ingest_bench.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["ingest_bench"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def ensure_database(workdir: Path, lines: int, seed: int, logmine: str) -> Path:
     db = workdir / f"report-{lines}-seed{seed}.duckdb"
     if db.exists():
         return db
-    journal = _load_ingest_bench().ensure_journal(workdir, lines, seed)
+    journal = ingest_bench.ensure_journal(workdir, lines, seed)
     partial = db.with_suffix(".partial")
     partial.unlink(missing_ok=True)
     started = time.perf_counter()
