@@ -134,9 +134,9 @@ def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, log_paths: list[str],
                 report.logs.failed.append(failure_line(str(path), exc))
         interrupts.check()
         derive.rebuild(con, utc_offset=utc_offset)
-        untimed = dict(run(con, "SELECT source_id, sum(lines_without_time) FROM runs GROUP BY ALL"))
+        untimed = dict(run(con, "SELECT source_id, sum(untimed_markers) FROM runs GROUP BY ALL"))
         for source in report.logs.sources:
-            source.lines_without_time = int(untimed.get(source.source_id) or 0)
+            source.untimed_markers = int(untimed.get(source.source_id) or 0)
         interrupts.check()
         knowledge.rebuild(con)  # facts, claims, decisions; spaCy only when a transcript has text
         interrupts.check()  # the last moment at which stopping leaves the database as it was
@@ -326,9 +326,9 @@ def summary_text(summary: dict) -> str:
     for s in summary["sources"]:
         out.append(f"{visible(s['path'], one_line=True)}: {s['status']}, format {s['format']}, "
                    f"{s['lines_read']:,} lines read, {s['lines_typed']:,} typed, {s['lines_untyped']:,} untyped")
-        if s["lines_without_time"]:
-            out.append(f"  {s['lines_without_time']:,} lines have no time of their own (as in `journalctl -o cat`): "
-                       "runs may miss a start or an end that only they show")
+        if s["untimed_markers"]:
+            out.append(f"  {s['untimed_markers']:,} start, stop or exit lines have no time of their own (as in "
+                       "`journalctl -o cat`): runs may miss the times only they show")
     out.append(f"total: {summary['lines_read']:,} lines read, {summary['lines_typed']:,} typed, "
                f"{summary['lines_untyped']:,} kept untyped (see `logmine unparsed`) -> {summary['db']}")
     for t in summary.get("transcripts", []):

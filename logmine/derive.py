@@ -28,13 +28,11 @@ EVENT_TABLE_NAMES = [t.name for t in EVENT_TABLES]
 RUNS_COLUMNS = {
     "source_id": "INTEGER", "ordinal": "INTEGER", "first_line_no": "BIGINT", "last_line_no": "BIGINT",
     "pid": "INTEGER", "started_at": "TIMESTAMP", "ready_at": "TIMESTAMP", "ended_at": "TIMESTAMP",
-    "end_reason": "VARCHAR", "end_detail": "VARCHAR", "config_id": "VARCHAR", "lines_without_time": "BIGINT",
+    "end_reason": "VARCHAR", "end_detail": "VARCHAR", "config_id": "VARCHAR", "untimed_markers": "BIGINT",
     "prefill_batches": "BIGINT", "decode_batches": "BIGINT", "http_requests": "BIGINT",
 }
 # Line kinds counted per run while its lines are read anyway: the runs query would otherwise join
 # millions of batch and access lines to their runs each time it is asked (0.3 s on 2M lines).
-# A journal's header and blank lines have no time and need none.
-UNTIMED_EXCEPT = "'journal_marker', 'blank'"
 TRAFFIC_KINDS = {"prefill_batch": "prefill_batches", "decode_batch": "decode_batches", "http_request": "http_requests"}
 CONFIG_COLUMNS = {"config_id": "VARCHAR", "args": "JSON", "n_args": "INTEGER"}
 DIFF_COLUMNS = {"source_id": "INTEGER", "from_run": "INTEGER", "to_run": "INTEGER", "key": "VARCHAR",
@@ -92,7 +90,7 @@ class Run:
     last_line_no: int = 0
     first_ts: object = None
     last_ts: object = None
-    lines_without_time: int = 0  # log lines with no time of their own (`-o cat` drops systemd's)
+    untimed_markers: int = 0  # start, stop and exit lines with no time of their own (`-o cat` drops systemd's)
     traffic: Counter = field(default_factory=Counter)  # lines of each of TRAFFIC_KINDS
 
     def first(self, *kinds: str) -> Marker | None:
@@ -247,9 +245,11 @@ def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None
     if len(runs) <= RANGE_JOIN_MAX_RUNS:
         join, bounds["lasts"] = RANGE_JOIN, [r.last_line_no for r in runs]
     traffic = "".join(f", count(*) FILTER (WHERE l.kind = '{kind}')" for kind in TRAFFIC_KINDS)
+    # A traceback's lines carry no stamp of their own in plain logs, and say nothing of when a run began.
+    marker_kinds = ", ".join(f"'{kind}'" for kind in MARKER_KINDS if kind != "error")
     for index, pid, server_lines, first_ts, last_ts, untimed, *counts in run(con, f"""
             SELECT s.run_index, l.pid, count(*) FILTER (WHERE {SERVER_PID_LINE}), min({own_ts}), max({own_ts}),
-                   count(*) FILTER (WHERE {own_ts} IS NULL AND coalesce(l.kind, '') NOT IN ({UNTIMED_EXCEPT}))
+                   count(*) FILTER (WHERE {own_ts} IS NULL AND l.kind IN ({marker_kinds}))
                    {traffic}
             FROM lines AS l {join}
             WHERE l.source_id = $source
@@ -257,14 +257,14 @@ def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None
         current = runs[index]
         if server_lines:
             current.pids[pid] = server_lines
-        current.lines_without_time += untimed
+        current.untimed_markers += untimed
         current.traffic.update(dict(zip(TRAFFIC_KINDS, counts, strict=True)))
         current.first_ts = _extreme(min, current.first_ts, first_ts)
         current.last_ts = _extreme(max, current.last_ts, last_ts)
     if len(runs) > 1 and not runs[0].markers and not runs[0].pids:
         # Lines before the first start (a journal header, a boot marker) belong to the first run.
         runs[1].first_line_no = runs[0].first_line_no
-        runs[1].lines_without_time += runs[0].lines_without_time
+        runs[1].untimed_markers += runs[0].untimed_markers
         runs[1].traffic.update(runs[0].traffic)
         runs = runs[1:]
     return runs
@@ -350,7 +350,7 @@ def describe_run(r: Run, ordinal: int, is_last: bool) -> dict[str, object]:
         "source_id": r.source_id, "ordinal": ordinal, "first_line_no": r.first_line_no,
         "last_line_no": r.last_line_no, "pid": pid, "started_at": started.ts if started and started.ts else r.first_ts,
         "ready_at": ready.ts if ready else None, "ended_at": ended_at, "end_reason": reason,
-        "end_detail": detail, "config_id": None, "lines_without_time": r.lines_without_time,
+        "end_detail": detail, "config_id": None, "untimed_markers": r.untimed_markers,
         **{column: r.traffic[kind] for kind, column in TRAFFIC_KINDS.items()},
     }
 

@@ -86,13 +86,13 @@ class SourceReport:
     lines_typed: int = 0
     lines_untyped: int = 0
     by_kind: Counter = field(default_factory=Counter)
-    lines_without_time: int = 0  # in the whole source, once its runs are derived
+    untimed_markers: int = 0  # in the whole source, once its runs are derived
 
     def as_dict(self) -> dict:
         return {"path": self.path, "source_id": self.source_id, "status": self.status, "format": self.envelope,
                 "lines_read": self.lines_read, "lines_typed": self.lines_typed,
                 "lines_untyped": self.lines_untyped, "by_kind": dict(self.by_kind.most_common()),
-                "lines_without_time": self.lines_without_time}
+                "untimed_markers": self.untimed_markers}
 
 
 @dataclass

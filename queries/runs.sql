@@ -4,9 +4,9 @@
 -- Per-rank figures are rank 0's (TP0, or the untagged rank of a TP=1 server); `host_cache_gb_total`
 -- sums every rank. `weights_*` and `kv_*` are the target model's; the draft model (speculative
 -- decoding) is the rank's second weight load. Memory in GiB (SGLang prints "GB" for GiB on the
--- device); HiCache host memory in decimal GB as SGLang prints it. `lines_without_time` counts the
--- run's lines with no time of their own (`journalctl -o cat` drops systemd's): where it is not 0,
--- a start or end that only such a line shows is missing.
+-- device); HiCache host memory in decimal GB as SGLang prints it. `untimed_markers` counts the
+-- run's start, stop and exit lines with no time of their own (`journalctl -o cat` drops systemd's):
+-- where it is not 0, a start or end that only such a line shows is missing.
 -- Columns: source, ordinal, end_reason, end_detail
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
 WITH selected_runs AS (
@@ -97,7 +97,7 @@ SELECT
     r.http_requests,
     coalesce(x.retractions, 0) AS retractions,
     coalesce(e.errors, []) AS errors,
-    r.lines_without_time,
+    r.untimed_markers,
     cfg.args AS config
 FROM selected_runs AS r
 LEFT JOIN rank0_weights AS w ON w.source_id = r.source_id AND w.run = r.ordinal

@@ -234,17 +234,21 @@ def test_a_sliding_window_pool_sized_after_the_draft_weights_is_the_targets(tmp_
     assert roles["model_role"].tolist() == ["target", "target", "draft"]
 
 
-def test_lines_without_a_time_of_their_own_are_counted_in_runs_and_the_summary(tmp_path) -> None:
-    """`journalctl -o cat` keeps SGLang's own stamps but drops systemd's: say so rather than guess."""
+def test_start_and_exit_lines_without_a_time_are_counted_in_runs_and_the_summary(tmp_path) -> None:
+    """`journalctl -o cat` keeps SGLang's own stamps but drops systemd's: say so rather than guess. Other
+    lines without a stamp (a traceback's, a library's) are usual in plain logs and say nothing of runs."""
     log = tmp_path / "cat.txt"
     log.write_text("\n".join([
         "Starting sglang.service - SGLang server...",
         "[2026-05-25 17:21:50] server_args=ServerArgs(model_path='a')",
         "[2026-05-25 17:22:50] The server is fired up and ready to roll!",
+        "Traceback (most recent call last):",
+        "  File \"x.py\", line 1, in <module>",
+        "ValueError: boom",
         "sglang.service: Main process exited, code=killed, status=9/KILL",
     ]) + "\n")
     report = api.ingest([str(log)], db=tmp_path / "t.duckdb")
-    assert [s["lines_without_time"] for s in report.as_dict()["sources"]] == [2]
-    assert "2 lines have no time of their own" in api.summary_text(report.as_dict())
+    assert [s["untimed_markers"] for s in report.as_dict()["sources"]] == [2]
+    assert "2 start, stop or exit lines have no time of their own" in api.summary_text(report.as_dict())
     with api.open_db(tmp_path / "t.duckdb") as con:
-        assert api.runs(con)["lines_without_time"].tolist() == [2]
+        assert api.runs(con)["untimed_markers"].tolist() == [2]
