@@ -10,6 +10,7 @@
 -- `message` is the message id as the transcript gives it, `message_index` its position in the session;
 -- `measured` is in the claim's unit, `measured_figure` as measured in its true unit (SGLang's device "GB"
 -- shown as GiB). The tolerance of each quantity is stated in parsers/knowledge/quantities.json.
+-- Columns: message_index, verdict, text, measured_figure, measured_source, cause
 -- Parameters: $session (session id, NULL for all), $run (ordinal, NULL for all).
 SELECT
     c.session_id AS session,

@@ -6,6 +6,7 @@
 -- unit-file writes and restart commands; `config_changes` are the `links` of those messages (which
 -- settings changed, which run started with them); the run is the last one they started, with its end
 -- reason, load time and effect (errors, host cache, KV tokens).
+-- Columns: message_index, request, tool_calls, run, run_end_reason
 -- Parameters: $session (session id, NULL for all).
 SELECT
     session_id AS session,

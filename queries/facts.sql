@@ -6,6 +6,7 @@
 -- message, the character span in the message text, the raw text, and for quantities the value as
 -- written (`written_value`, `written_unit`) and normalised (`value`, `unit`). `detail` is the flag's
 -- name, the term in lower case, or `approximate`/`range` for a quantity.
+-- Columns: message_index, kind, text, value, unit
 -- Parameters: $session (session id, NULL for all).
 SELECT
     session_id AS session,

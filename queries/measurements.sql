@@ -7,6 +7,7 @@
 -- own rule, memory before weight loading x (1 - mem_fraction_static); `draft_model` is the draft
 -- model's weights plus its KV pool; `host_cache_requested` and `host_free` come from HiCache's "not enough
 -- host memory" error. `claims` checks the agent's numbers against these rows.
+-- Columns: source, run, quantity, scope, value, unit, measured_source
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
 WITH rank0 AS (
     SELECT 'weights' AS quantity, source_id, run, mem_usage_gib AS value, 'GB' AS unit, line_no
