@@ -10,7 +10,7 @@ import sys
 from .process_tuning import single_threaded_blas
 
 
-def run() -> None:
+def start() -> None:
     if sys.argv[1:2] == ["ingest"]:
         from . import interrupts
 
@@ -20,10 +20,10 @@ def run() -> None:
         from .worker_process import start_early
 
         start_early()
-    from .cli import run as cli_run
+    from .cli import start as start_cli
 
-    cli_run()
+    start_cli()
 
 
 if __name__ == "__main__":
-    run()
+    start()

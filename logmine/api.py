@@ -110,18 +110,18 @@ def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, log_paths: list[str],
     from . import derive, interrupts, knowledge, transcripts
     from .ingest import failure_line, ingest_logs
     from .redact import Redactor
-    from .store import run, save_setting, setting
+    from .store import execute, save_setting, setting
 
-    run(con, f"SET memory_limit = '{INGEST_MEMORY}'")
-    run(con, "SET threads = 1")  # the parse worker has the other core
-    run(con, "BEGIN TRANSACTION")
+    execute(con, f"SET memory_limit = '{INGEST_MEMORY}'")
+    execute(con, "SET threads = 1")  # the parse worker has the other core
+    execute(con, "BEGIN TRANSACTION")
     try:
         redact = redact or setting(con, "redact") == "on"
         if redact:
             save_setting(con, "redact", "on")
         transcripts.ensure_tables(con)
         report = Report(ingest_logs(con, log_paths, envelope=envelope, progress=progress, redact=redact))
-        run(con, "RESET threads")  # the worker is done: the queries below may use every core
+        execute(con, "RESET threads")  # the worker is done: the queries below may use every core
         report.logs.failed[:0] = skipped
         redactor = Redactor() if redact and transcript_paths else None
         for path, fmt in transcript_paths:
@@ -134,16 +134,16 @@ def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, log_paths: list[str],
                 report.logs.failed.append(failure_line(str(path), exc))
         interrupts.check()
         derive.rebuild(con, utc_offset=utc_offset)
-        untimed = dict(run(con, "SELECT source_id, sum(untimed_markers) FROM runs GROUP BY ALL"))
+        untimed = dict(execute(con, "SELECT source_id, sum(untimed_markers) FROM runs GROUP BY ALL"))
         for source in report.logs.sources:
             source.untimed_markers = int(untimed.get(source.source_id) or 0)
         interrupts.check()
         knowledge.rebuild(con)  # facts, claims, decisions; spaCy only when a transcript has text
         interrupts.check()  # the last moment at which stopping leaves the database as it was
     except BaseException:
-        run(con, "ROLLBACK")
+        execute(con, "ROLLBACK")
         raise
-    run(con, "COMMIT")
+    execute(con, "COMMIT")
     return report
 
 
@@ -189,7 +189,7 @@ def query(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> pd.Dat
     `source`, `run` and `session` must name ones that exist (LookupError says which do); a source may
     be given by its path, its display name or any suffix of it that names one source.
     """
-    return named_queries.run(con, name, **check_selection(con, **params))
+    return named_queries.execute(con, name, **check_selection(con, **params))
 
 
 def query_rows(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> Rows:
@@ -199,7 +199,7 @@ def query_rows(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> R
 
 def sql(con: duckdb.DuckDBPyConnection, statement: str, **params: object) -> pd.DataFrame:
     """Any SQL statement over the logmine tables; `$name` parameters are bound from `params`."""
-    return named_queries.run_sql(con, statement, **params)
+    return named_queries.execute_sql(con, statement, **params)
 
 
 def sql_rows(con: duckdb.DuckDBPyConnection, statement: str, **params: object) -> Rows:
@@ -305,7 +305,7 @@ def run_config(con: duckdb.DuckDBPyConnection, ref: str) -> dict:
     source, _, ordinal = ref.rpartition(":")
     if not ordinal.isdigit():
         raise LookupError(f"run {ref!r}: expected ORDINAL or SOURCE:ORDINAL")
-    found = named_queries.run_sql(con, """
+    found = named_queries.execute_sql(con, """
         SELECT c.args FROM runs AS r JOIN sources AS s USING (source_id) JOIN configs AS c USING (config_id)
         WHERE r.ordinal = $ordinal AND ($source = '' OR s.display = $source OR s.path = $source
                                         OR s.display LIKE '%' || $source)
@@ -317,7 +317,7 @@ def run_config(con: duckdb.DuckDBPyConnection, ref: str) -> dict:
 
 def unparsed(con: duckdb.DuckDBPyConnection, limit: int = 50) -> pd.DataFrame:
     """Untyped lines grouped by template, most frequent first."""
-    return named_queries.run(con, "unparsed", limit=limit)
+    return named_queries.execute(con, "unparsed", limit=limit)
 
 
 def summary_text(summary: dict) -> str:

@@ -254,7 +254,7 @@ def fail(message: str) -> None:
     sys.exit(2)
 
 
-def run() -> None:
+def start() -> None:
     """Entry point that turns database errors into one-line messages."""
     try:
         main(standalone_mode=True)

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from . import templates
 from .parsers.events import EVENT_TABLES
-from .store import append, create_table, run, typed_table
+from .store import append, create_table, execute, typed_table
 
 EVENT_TABLE_NAMES = [t.name for t in EVENT_TABLES]
 RUNS_COLUMNS = {
@@ -111,14 +111,14 @@ def rebuild(con: duckdb.DuckDBPyConnection, utc_offset: timedelta | None = None)
 
 
 def _has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    return bool(run(con, "SELECT 1 FROM information_schema.tables WHERE table_name = ?", [name]))
+    return bool(execute(con, "SELECT 1 FROM information_schema.tables WHERE table_name = ?", [name]))
 
 
 def rebuild_runs(con: duckdb.DuckDBPyConnection) -> None:
     for name, columns in (("runs", RUNS_COLUMNS), ("configs", CONFIG_COLUMNS), ("config_diffs", DIFF_COLUMNS)):
-        run(con, f'DROP TABLE IF EXISTS "{name}"')
+        execute(con, f'DROP TABLE IF EXISTS "{name}"')
         create_table(con, name, columns)
-    sources = run(con, "SELECT source_id, envelope FROM sources WHERE kind = 'log' ORDER BY source_id")
+    sources = execute(con, "SELECT source_id, envelope FROM sources WHERE kind = 'log' ORDER BY source_id")
     configs: dict[str, tuple[str, int]] = {}
     all_runs, diffs = [], []
     for source_id, envelope in sources:
@@ -164,7 +164,7 @@ def create_run_views(con: duckdb.DuckDBPyConnection) -> None:
     same_rank = " AND ".join(f"e.{c} IS NOT DISTINCT FROM d.{c}" for c in RANK_KEY)
     label = "concat_ws(' ', " + ", ".join(f"'{c.upper()}' || e.{c}" for c in RANK_KEY) + ")"
     rank0 = " AND ".join(f"coalesce(e.{c}, 0) = 0" for c in RANK_KEY)
-    run(con, f"""CREATE OR REPLACE VIEW draft_starts AS
+    execute(con, f"""CREATE OR REPLACE VIEW draft_starts AS
         SELECT source_id, run, {', '.join(RANK_KEY)}, line_no AS draft_from_line FROM (
             SELECT r.source_id, r.ordinal AS run, e.*, row_number() OVER (
                 PARTITION BY e.source_id, r.ordinal, {', '.join('e.' + c for c in RANK_KEY)} ORDER BY e.line_no) AS n
@@ -180,14 +180,14 @@ def create_run_views(con: duckdb.DuckDBPyConnection) -> None:
     for table in EVENT_TABLE_NAMES:
         if table == "kv_cache":
             continue
-        run(con, f"""CREATE OR REPLACE VIEW {table}_by_run AS
+        execute(con, f"""CREATE OR REPLACE VIEW {table}_by_run AS
             SELECT run, rank, is_rank0, CASE WHEN {is_draft} THEN 'draft' ELSE 'target' END AS model_role,
                    * EXCLUDE (run, rank, is_rank0, draft_from_line)
             FROM ({placed.format(table=table)})""")
     # The target's pool is complete at its first KV allocation outside a sliding-window group (which
     # logs two allocations, then `SWAKVPool mem usage`).
     rank = ", ".join(["source_id", "run", *RANK_KEY])
-    run(con, f"""CREATE OR REPLACE VIEW kv_cache_by_run AS
+    execute(con, f"""CREATE OR REPLACE VIEW kv_cache_by_run AS
         WITH placed AS (
             SELECT *,
                 max(line_no) FILTER (kind = 'swa_pool_split') OVER upto AS last_split,
@@ -212,7 +212,7 @@ def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None
     # previous line's time onto them; for run boundaries that borrowed time would be misleading.
     own_ts = "CASE WHEN l.log_ts IS NULL THEN NULL ELSE l.ts END" if envelope == "plain" else "l.ts"
     # Exit codes and server PIDs come typed from their events, never from the message text.
-    markers = [Marker(*row) for row in run(con, f"""
+    markers = [Marker(*row) for row in execute(con, f"""
         SELECT l.line_no, l.kind, {own_ts} AS ts, l.pid, x.code, x.status, e.server_pid
         FROM lines AS l
         LEFT JOIN systemd AS x
@@ -222,11 +222,11 @@ def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None
         WHERE l.source_id = $source AND l.kind IN ({', '.join("'" + k + "'" for k in MARKER_KINDS)})
         ORDER BY l.line_no""", {"source": source_id})]
     # Under systemd a run begins with the unit's start, whatever the PIDs do (see `run_starts`).
-    lifetimes = [] if under_systemd(markers) else run(con, f"""
+    lifetimes = [] if under_systemd(markers) else execute(con, f"""
         SELECT min(line_no), max(line_no) FROM lines AS l
         WHERE source_id = ? AND {SERVER_PID_LINE} AND kind IS DISTINCT FROM 'journald_suppressed'
         GROUP BY pid ORDER BY 1""", [source_id])
-    extent = run(con, "SELECT min(line_no), max(line_no), max(ts) FROM lines WHERE source_id = ?", [source_id])[0]
+    extent = execute(con, "SELECT min(line_no), max(line_no), max(ts) FROM lines WHERE source_id = ?", [source_id])[0]
     if extent[0] is None:
         return []
     boundaries = run_starts(markers, launch_starts(lifetimes), extent[0])
@@ -247,7 +247,7 @@ def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None
     traffic = "".join(f", count(*) FILTER (WHERE l.kind = '{kind}')" for kind in TRAFFIC_KINDS)
     # A traceback's lines carry no stamp of their own in plain logs, and say nothing of when a run began.
     marker_kinds = ", ".join(f"'{kind}'" for kind in MARKER_KINDS if kind != "error")
-    for index, pid, server_lines, first_ts, last_ts, untimed, *counts in run(con, f"""
+    for index, pid, server_lines, first_ts, last_ts, untimed, *counts in execute(con, f"""
             SELECT s.run_index, l.pid, count(*) FILTER (WHERE {SERVER_PID_LINE}), min({own_ts}), max({own_ts}),
                    count(*) FILTER (WHERE {own_ts} IS NULL AND l.kind IN ({marker_kinds}))
                    {traffic}
@@ -378,7 +378,7 @@ def end_reason(r: Run, is_last: bool) -> tuple[str, str | None]:
 
 def attach_configs(con: duckdb.DuckDBPyConnection, source_id: int, rows: list[dict],
                    configs: dict[str, tuple[str, int]]) -> None:
-    dumps = run(con, "SELECT line_no, args, n_args FROM server_args WHERE source_id = ? ORDER BY line_no",
+    dumps = execute(con, "SELECT line_no, args, n_args FROM server_args WHERE source_id = ? ORDER BY line_no",
                 [source_id])
     lines = [d[0] for d in dumps]
     for row in rows:
@@ -430,17 +430,17 @@ def link_transcripts(con: duckdb.DuckDBPyConnection, utc_offset: timedelta | Non
     """Match embedded journal lines to ingested ones, infer each session's clock offset, link config writes."""
     for name, columns in (("embedded_matches", MATCH_COLUMNS), ("session_clock", CLOCK_COLUMNS),
                           ("links", LINK_COLUMNS)):
-        run(con, f'DROP TABLE IF EXISTS "{name}"')
+        execute(con, f'DROP TABLE IF EXISTS "{name}"')
         create_table(con, name, columns)
     # A line the agent saw is the same line of the journal when the message text is identical;
     # SGLang's timestamp inside the text makes that nearly unique.
-    run(con, """INSERT INTO embedded_matches
+    execute(con, """INSERT INTO embedded_matches
         SELECT e.source_id, e.call_id, e.line_in_output, arg_min(l.source_id, l.line_no), min(l.line_no)
         FROM embedded_lines AS e JOIN lines AS l ON l.message = e.message AND l.kind = e.kind
         GROUP BY ALL""")
-    for (session_id,) in run(con, "SELECT id FROM sessions"):
+    for (session_id,) in execute(con, "SELECT id FROM sessions"):
         seconds, method = session_offset(con, session_id, utc_offset)
-        run(con, "INSERT INTO session_clock VALUES (?, ?, ?)", [session_id, seconds, method])
+        execute(con, "INSERT INTO session_clock VALUES (?, ?, ?)", [session_id, seconds, method])
     link_config_writes(con)
 
 
@@ -450,7 +450,7 @@ def session_offset(con: duckdb.DuckDBPyConnection, session_id: str,
     if given is not None:
         return int(given.total_seconds()), "--tz"
     # The newest journal line a tool call printed was written shortly before the call ended.
-    rows = run(con, """
+    rows = execute(con, """
         SELECT max(epoch(l.ts) - epoch(e.seen_at))
         FROM embedded_lines AS e
         JOIN embedded_matches AS m ON m.transcript_source_id = e.source_id AND m.call_id = e.call_id
@@ -462,7 +462,7 @@ def session_offset(con: duckdb.DuckDBPyConnection, session_id: str,
     if differences:
         median = differences[len(differences) // 2]
         return round(median / QUARTER_HOUR) * QUARTER_HOUR, "matched journal lines"
-    journal = run(con, "SELECT max(utc_offset_s) FROM sources WHERE envelope IN ('journal-json', 'journal-unix')")
+    journal = execute(con, "SELECT max(utc_offset_s) FROM sources WHERE envelope IN ('journal-json', 'journal-unix')")
     if journal and journal[0][0] is not None:
         return int(journal[0][0]), "journal epoch timestamps"
     return 0, "assumed UTC (no journal line matched; pass --tz)"
@@ -470,13 +470,13 @@ def session_offset(con: duckdb.DuckDBPyConnection, session_id: str,
 
 def link_config_writes(con: duckdb.DuckDBPyConnection) -> None:
     """Join each config the agent wrote to the first later run started with those server args."""
-    snapshots = run(con, """
+    snapshots = execute(con, """
         SELECT c.session_id, c.message_id, c.message_index, c.call_id, c.origin, c.path, c.host,
                c.written_at + to_seconds(k.utc_offset_s) AS local_time, c.args
         FROM config_snapshots AS c JOIN session_clock AS k USING (session_id)
         WHERE c.origin IN ('unit_file', 'launch_command')  -- what the agent set, not what it read
         ORDER BY c.session_id, c.message_index, c.call_id""")
-    runs = run(con, """SELECT r.source_id, r.ordinal, r.started_at, c.args FROM runs AS r
+    runs = execute(con, """SELECT r.source_id, r.ordinal, r.started_at, c.args FROM runs AS r
                        LEFT JOIN configs AS c USING (config_id) ORDER BY r.started_at, r.source_id, r.ordinal""")
     configs = {(r[0], r[1]): json.loads(r[3]) if r[3] else None for r in runs}
     for session_id, message_id, index, call_id, _origin, path, host, local_time, args_text in snapshots:
@@ -487,7 +487,7 @@ def link_config_writes(con: duckdb.DuckDBPyConnection) -> None:
             continue
         previous = configs.get((started[0], started[1] - 1)) or {}
         changed = {k: [previous.get(k), v] for k, v in args.items() if k in previous and not same(previous[k], v)}
-        run(con, "INSERT INTO links VALUES (?, ?, ?, ?, 'config_change', ?, ?, ?, ?, ?, ?)",
+        execute(con, "INSERT INTO links VALUES (?, ?, ?, ?, 'config_change', ?, ?, ?, ?, ?, ?)",
             [session_id, message_id, index, call_id, path, host, local_time, json.dumps(changed),
              started[0], started[1]])
 

@@ -57,9 +57,9 @@ from .store import (
     append,
     delete_rows,
     ensure_tables,
+    execute,
     find_source,
     next_source_id,
-    run,
     typed_table,
     upsert_source,
 )
@@ -189,7 +189,7 @@ def _read_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, 
     report.envelope = fmt
     plan = ParsePlan(inp, start_offset, first_line, source_id, fmt, time, fallback_date, redact=redact)
     if first_line > 1:  # the parser's state at the line before: the time and kind later lines inherit
-        found = run(con, "SELECT CAST(ts AS VARCHAR), kind FROM lines WHERE source_id = ? AND line_no = ?",
+        found = execute(con, "SELECT CAST(ts AS VARCHAR), kind FROM lines WHERE source_id = ? AND line_no = ?",
                     [source_id, first_line - 1])
         plan.last_ts, plan.last_kind = found[0] if found else (None, None)
     if inp.path != "-" and (inp.size or 0) >= WORKER_MIN_BYTES:
@@ -494,7 +494,7 @@ class BatchAppender:
 
 def is_duplicate_stdin(con: duckdb.DuckDBPyConnection, report: SourceReport, content_hash: str) -> bool:
     """stdin has no path: the same bytes piped twice are recognised by their hash, and not stored again."""
-    earlier = run(con, "SELECT min(source_id) FROM sources WHERE content_hash = ?", [content_hash])[0][0]
+    earlier = execute(con, "SELECT min(source_id) FROM sources WHERE content_hash = ?", [content_hash])[0][0]
     if earlier is None:
         return False
     delete_rows(con, LOG_TABLES, report.source_id)

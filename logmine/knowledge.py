@@ -13,7 +13,7 @@ from importlib import resources
 import duckdb
 
 from . import named_queries
-from .store import create_table, run
+from .store import create_table, execute
 
 MESSAGE_COLUMNS = {"session_id": "VARCHAR", "message_id": "VARCHAR", "message_index": "INTEGER",
                    "message_first_line": "VARCHAR", "sentence": "INTEGER", "span_start": "INTEGER",
@@ -37,9 +37,9 @@ TABLES: dict[str, dict[str, str]] = {
 def rebuild(con: duckdb.DuckDBPyConnection) -> None:
     """Recompute facts, claims and decisions for every stored session."""
     for name, columns in TABLES.items():
-        run(con, f'DROP TABLE IF EXISTS "{name}"')
+        execute(con, f'DROP TABLE IF EXISTS "{name}"')
         create_table(con, name, columns)
-    messages = run(con, """
+    messages = execute(con, """
         SELECT m.session_id, m.id, m.idx, m.role, m.text,
                m.created_at + to_seconds(coalesce(k.utc_offset_s, 0)) AS local_time
         FROM messages AS m LEFT JOIN session_clock AS k USING (session_id)
@@ -54,11 +54,11 @@ def _prose_tables(con: duckdb.DuckDBPyConnection, messages: list[tuple]) -> None
     from . import claims, facts, nlp  # spaCy: only when there is prose to read
 
     measured = _measured_by_run(con)
-    runs = [(s, o, t, json.loads(args) if args else None) for s, o, t, args in run(con, """
+    runs = [(s, o, t, json.loads(args) if args else None) for s, o, t, args in execute(con, """
         SELECT r.source_id, r.ordinal, r.started_at, c.args FROM runs AS r LEFT JOIN configs AS c USING (config_id)
         ORDER BY r.started_at""")]
     links: dict[str, list[tuple]] = {}
-    for session_id, index, source_id, ordinal in run(con, """
+    for session_id, index, source_id, ordinal in execute(con, """
             SELECT session_id, message_index, source_id, run FROM links ORDER BY session_id, message_index"""):
         links.setdefault(session_id, []).append((index, source_id, ordinal))
     pieces = [(m, offset, line) for m in messages for offset, line in nlp.lines(m[4])]
@@ -89,7 +89,7 @@ def _measured_by_run(con: duckdb.DuckDBPyConnection) -> dict[tuple[int, int], di
 
     slack = {name: q.get("slack", 0.0) for name, q in knowledge()["quantities"].items()}
     found: dict[tuple[int, int], dict] = {}
-    for row in named_queries.run(con, "measurements").itertuples(index=False):
+    for row in named_queries.execute(con, "measurements").itertuples(index=False):
         bytes_per_unit = None if row.bytes_per_unit != row.bytes_per_unit else row.bytes_per_unit  # NaN -> None
         found.setdefault((row.source_id, row.run), {})[(row.quantity, row.scope)] = Measured(
             row.quantity, row.scope, float(row.value), row.unit, bytes_per_unit, row.measured_source,
@@ -110,4 +110,4 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict]) -> Non
 
 def _decisions(con: duckdb.DuckDBPyConnection) -> None:
     """Each user request, the assistant's actions until the next one, and the run they produced."""
-    run(con, (resources.files("logmine.parsers.knowledge") / "decisions.sql").read_text(encoding="utf-8"))
+    execute(con, (resources.files("logmine.parsers.knowledge") / "decisions.sql").read_text(encoding="utf-8"))

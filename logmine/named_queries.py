@@ -59,12 +59,12 @@ def key_columns(name: str) -> list[str]:
     return [c.strip() for c in found.group(1).split(",") if c.strip()] if found else []
 
 
-def run(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> pd.DataFrame:
+def execute(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> pd.DataFrame:
     """Run a named query; parameters it does not use are ignored, ones it uses default to NULL."""
-    return run_sql(con, text(name), **params)
+    return execute_sql(con, text(name), **params)
 
 
-def run_sql(con: duckdb.DuckDBPyConnection, sql: str, **params: object) -> pd.DataFrame:
+def execute_sql(con: duckdb.DuckDBPyConnection, sql: str, **params: object) -> pd.DataFrame:
     """Run SQL with `$name` parameters; JSON columns come back as Python objects."""
     result, json_columns = _execute(con, sql, params)
     df = result.df()
@@ -74,7 +74,7 @@ def run_sql(con: duckdb.DuckDBPyConnection, sql: str, **params: object) -> pd.Da
 
 
 def fetch(con: duckdb.DuckDBPyConnection, sql: str, **params: object) -> Rows:
-    """`run_sql` as plain Python rows, without pandas (whose import would double a command's time)."""
+    """`execute_sql` as plain Python rows, without pandas (whose import would double a command's time)."""
     result, json_columns = _execute(con, sql, params)
     if result.description is None:  # a statement that returns nothing
         return Rows([], [])

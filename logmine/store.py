@@ -32,13 +32,13 @@ SETTINGS_COLUMNS: dict[str, str] = {"name": "VARCHAR PRIMARY KEY", "value": "VAR
 def setting(con: duckdb.DuckDBPyConnection, name: str) -> str | None:
     """A setting the database keeps for every later ingest into it (`redact`)."""
     create_table(con, "settings", SETTINGS_COLUMNS)
-    found = run(con, "SELECT value FROM settings WHERE name = ?", [name])
+    found = execute(con, "SELECT value FROM settings WHERE name = ?", [name])
     return found[0][0] if found else None
 
 
 def save_setting(con: duckdb.DuckDBPyConnection, name: str, value: str) -> None:
     create_table(con, "settings", SETTINGS_COLUMNS)
-    run(con, "INSERT OR REPLACE INTO settings VALUES (?, ?)", [name, value])
+    execute(con, "INSERT OR REPLACE INTO settings VALUES (?, ?)", [name, value])
 
 
 def connect(db: str | Path = DEFAULT_DB, read_only: bool = False) -> duckdb.DuckDBPyConnection:
@@ -68,7 +68,7 @@ def lock_holder(error: Exception) -> tuple[str, int, str] | None:
     return found["db"], pid, command
 
 
-def run(con: duckdb.DuckDBPyConnection, statement: str, params: list | dict | None = None) -> list[tuple]:
+def execute(con: duckdb.DuckDBPyConnection, statement: str, params: list | dict | None = None) -> list[tuple]:
     """Execute a statement and drain its result (DuckDB refuses new work while a result is pending)."""
     return con.execute(statement, params or []).fetchall()
 
@@ -77,8 +77,8 @@ def create_table(con: duckdb.DuckDBPyConnection, name: str, columns: Mapping[str
     """Create the table if missing; an existing one must have these columns in this order, since
     appends and inserts fill columns by position."""
     body = ", ".join(f'"{col}" {typ}' for col, typ in columns.items())
-    run(con, f'CREATE TABLE IF NOT EXISTS "{name}" ({body})')
-    found = [r[0] for r in run(con, "SELECT column_name FROM information_schema.columns WHERE table_name = ? "
+    execute(con, f'CREATE TABLE IF NOT EXISTS "{name}" ({body})')
+    found = [r[0] for r in execute(con, "SELECT column_name FROM information_schema.columns WHERE table_name = ? "
                                     "AND table_schema = current_schema() ORDER BY ordinal_position", [name])]
     if found != list(columns):
         import duckdb
@@ -162,7 +162,7 @@ def delete_rows(con: duckdb.DuckDBPyConnection, tables: Iterable[str], source_id
                 from_line: int = 0) -> None:
     """Remove a source's rows from line `from_line` on (a re-read partial line, or a replaced file)."""
     for table in tables:
-        run(con, f'DELETE FROM "{table}" WHERE source_id = ? AND line_no >= ?', [source_id, from_line])
+        execute(con, f'DELETE FROM "{table}" WHERE source_id = ? AND line_no >= ?', [source_id, from_line])
 
 
 class SavedRows:
@@ -179,12 +179,12 @@ class SavedRows:
         if not keep:
             return
         # One query says which tables hold such rows: most hold none, and each statement costs milliseconds.
-        having = run(con, " UNION ALL ".join(
+        having = execute(con, " UNION ALL ".join(
             f"SELECT '{table}' WHERE EXISTS (SELECT 1 FROM \"{table}\" WHERE source_id = $1 AND line_no >= $2)"
             for table in self.tables), [source_id, from_line])
         for (table,) in having:
             copy = self.kept[table] = f"_logmine_saved_{table}"
-            run(con, f'CREATE OR REPLACE TEMP TABLE "{copy}" AS SELECT * FROM "{table}" '
+            execute(con, f'CREATE OR REPLACE TEMP TABLE "{copy}" AS SELECT * FROM "{table}" '
                      "WHERE source_id = ? AND line_no >= ?", [source_id, from_line])
         delete_rows(con, self.kept, source_id, from_line)
 
@@ -192,12 +192,12 @@ class SavedRows:
         """Remove what was stored since, and put the saved rows back."""
         delete_rows(self.con, self.tables, self.source_id, self.from_line)
         for table, copy in self.kept.items():
-            run(self.con, f'INSERT INTO "{table}" SELECT * FROM "{copy}"')
+            execute(self.con, f'INSERT INTO "{table}" SELECT * FROM "{copy}"')
         self.discard()
 
     def discard(self) -> None:
         for copy in self.kept.values():
-            run(self.con, f'DROP TABLE "{copy}"')
+            execute(self.con, f'DROP TABLE "{copy}"')
         self.kept = {}
 
 
@@ -214,8 +214,8 @@ def find_source(con: duckdb.DuckDBPyConnection, path: str) -> dict | None:
 
 
 def upsert_source(con: duckdb.DuckDBPyConnection, record: Mapping[str, object]) -> None:
-    run(con, "DELETE FROM sources WHERE source_id = ?", [record["source_id"]])
+    execute(con, "DELETE FROM sources WHERE source_id = ?", [record["source_id"]])
     names = list(record)
     placeholders = ", ".join("?" for _ in names)
     cols = ", ".join(f'"{n}"' for n in names)
-    run(con, f"INSERT INTO sources ({cols}) VALUES ({placeholders})", [record[n] for n in names])
+    execute(con, f"INSERT INTO sources ({cols}) VALUES ({placeholders})", [record[n] for n in names])

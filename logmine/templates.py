@@ -12,7 +12,7 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 
-from .store import append, create_table, run, typed_table
+from .store import append, create_table, execute, typed_table
 
 UNTYPED_KEY = r"""CREATE OR REPLACE MACRO untyped_key(message) AS
     regexp_replace(
@@ -36,11 +36,11 @@ class DatabaseState:
         self.con = con
 
     def save_state(self, state: bytes) -> None:
-        run(self.con, "DELETE FROM template_miner_state")
-        run(self.con, "INSERT INTO template_miner_state VALUES (?)", [state])
+        execute(self.con, "DELETE FROM template_miner_state")
+        execute(self.con, "INSERT INTO template_miner_state VALUES (?)", [state])
 
     def load_state(self) -> bytes | None:
-        rows = run(self.con, "SELECT state FROM template_miner_state")
+        rows = execute(self.con, "SELECT state FROM template_miner_state")
         return rows[0][0] if rows else None
 
 
@@ -48,8 +48,8 @@ def mine(con: duckdb.DuckDBPyConnection) -> None:
     """Give every key of the untyped lines a template id, mining the keys not seen before."""
     for name, columns in TABLES.items():
         create_table(con, name, columns)
-    run(con, UNTYPED_KEY)
-    new_keys = [r[0] for r in run(con, """
+    execute(con, UNTYPED_KEY)
+    new_keys = [r[0] for r in execute(con, """
         SELECT DISTINCT untyped_key(message) AS key FROM lines WHERE kind IS NULL AND message IS NOT NULL
         EXCEPT SELECT key FROM untyped_keys ORDER BY key""")]
     if not new_keys:
@@ -62,7 +62,7 @@ def mine(con: duckdb.DuckDBPyConnection) -> None:
     miner = TemplateMiner(DatabaseState(con), config)
     ids = [miner.add_log_message(key)["cluster_id"] for key in new_keys]
     _store(con, "untyped_keys", {"key": new_keys, "template_id": ids})
-    run(con, "DELETE FROM untyped_templates")  # a template widens as keys join it
+    execute(con, "DELETE FROM untyped_templates")  # a template widens as keys join it
     clusters = miner.drain.clusters
     _store(con, "untyped_templates", {"template_id": [c.cluster_id for c in clusters],
                                       "template": [c.get_template() for c in clusters]})

@@ -35,7 +35,7 @@ from .parsers.transcripts.detect import read_transcripts
 from .parsers.transcripts.model import Message, ParseProblem, Part, Session, ToolCall, UnknownRecord, type_problem
 from .parsers.transcripts.record_kinds import session_event
 from .redact import Redactor
-from .store import create_table, next_source_id, run, upsert_source
+from .store import create_table, execute, next_source_id, upsert_source
 
 TABLES: dict[str, dict[str, str]] = {
     "sessions": {"source_id": "INTEGER", "id": "VARCHAR", "format": "VARCHAR", "parent_id": "VARCHAR",
@@ -103,18 +103,18 @@ def ingest_transcript(con: duckdb.DuckDBPyConnection, path: Path, fmt: str | Non
     """Store one transcript file or directory (every session under it); re-ingesting adds nothing."""
     resolved = str(path.resolve())
     fingerprint = _fingerprint(path)
-    previous = run(con, "SELECT source_id, content_hash FROM sources WHERE path = ? AND kind = 'transcript'",
+    previous = execute(con, "SELECT source_id, content_hash FROM sources WHERE path = ? AND kind = 'transcript'",
                    [resolved])
     if previous and previous[0][1] == fingerprint:
         return TranscriptReport(str(path), previous[0][0], "unchanged", fmt)
     source_id = previous[0][0] if previous else next_source_id(con)
     report = TranscriptReport(str(path), source_id, "replaced" if previous else "new", fmt)
-    known_sessions = {r[0] for r in run(con, "SELECT id FROM sessions WHERE source_id <> ?", [source_id])}
+    known_sessions = {r[0] for r in execute(con, "SELECT id FROM sessions WHERE source_id <> ?", [source_id])}
     # Everything is read before anything is stored, so a file that fails to read leaves its old rows.
     rows = read_rows(path, report, known_sessions)
     if previous:
         for table in TABLES:
-            run(con, f'DELETE FROM "{table}" WHERE source_id = ?', [source_id])
+            execute(con, f'DELETE FROM "{table}" WHERE source_id = ?', [source_id])
     for table, table_rows in rows.items():
         insert_rows(con, table, table_rows, redactor)
     upsert_source(con, {
@@ -292,7 +292,7 @@ def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict], re
     exprs = ", ".join(f'TRY_CAST("{name}" AS {kind}) AS "{name}"' for name, kind in columns.items())
     con.register("_logmine_transcript_rows", batch)
     try:
-        run(con, f'INSERT INTO "{table}" BY NAME SELECT {exprs} FROM _logmine_transcript_rows')
+        execute(con, f'INSERT INTO "{table}" BY NAME SELECT {exprs} FROM _logmine_transcript_rows')
     finally:
         con.unregister("_logmine_transcript_rows")
 

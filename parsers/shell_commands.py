@@ -157,7 +157,7 @@ class _Lexer:
         self._end = 0
         self._pending_heredocs: list[Redirect] = []
 
-    def run(self) -> list[Pipeline]:
+    def parse(self) -> list[Pipeline]:
         text, n = self.text, len(self.text)
         while self.pos < n:
             c = text[self.pos]
@@ -340,7 +340,7 @@ def _read_ansi_c(text: str, i: int) -> tuple[str, int]:
 
 def parse_script(script: str) -> list[Pipeline]:
     """Pipelines of ``script`` in order (separated by ``&&``, ``||``, ``;``, ``&``, newlines)."""
-    return _Lexer(script).run()
+    return _Lexer(script).parse()
 
 
 # ---------------------------------------------------------------------------------------------------------

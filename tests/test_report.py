@@ -226,9 +226,9 @@ def test_claims_table_puts_inconsistent_first(monkeypatch: pytest.MonkeyPatch,
         "value": [37.36, 334.0, None], "unit": ["GB", "GB", None], "measured": [37.36, 358.16, None],
         "measured_source": ["journal run 1 TP0", "journal run 3: sum of 8 lines", None],
         "verdict": ["consistent", "inconsistent", "unverifiable"]})
-    real_run = named_queries.run
-    monkeypatch.setattr(named_queries, "run",
-                        lambda con, name, **params: claims if name == "claims" else real_run(con, name, **params))
+    real_execute = named_queries.execute
+    monkeypatch.setattr(named_queries, "execute",
+                        lambda con, name, **params: claims if name == "claims" else real_execute(con, name, **params))
     con = ingested(DEMO / "journal.txt", DEMO / "session.opencode.json")
     md = api.report(con, fmt="markdown")
     con.close()

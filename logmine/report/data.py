@@ -54,18 +54,18 @@ def gather(con: duckdb.DuckDBPyConnection, runs: Sequence[int] | None = None, so
            session: str | None = None) -> ReportData:
     frames = {}
     for name, run_column in RUN_QUERIES.items():
-        df = named_queries.run(con, name, source=source, run=None, bucket_s=None)
+        df = named_queries.execute(con, name, source=source, run=None, bucket_s=None)
         frames[name] = df[df[run_column].isin(runs)].reset_index(drop=True) if runs else df
     wanted = set(zip(frames["runs"]["source"], frames["runs"]["ordinal"], strict=True))
     for name in SESSION_QUERIES:
-        df = named_queries.run(con, name, session=session, source=source)
+        df = named_queries.execute(con, name, session=session, source=source)
         if name == "links" and runs:
             df = df[df["run"].isin(runs)].reset_index(drop=True)
         frames[name] = df
-    diffs = named_queries.run(con, "config-diff", source=source, run=None)
+    diffs = named_queries.execute(con, "config-diff", source=source, run=None)
     keep = [(s, r) in wanted for s, r in zip(diffs["source"], diffs["to_run"], strict=True)]
     diffs = diffs.loc[pd.Series(keep, index=diffs.index, dtype=bool)]
-    messages = named_queries.run_sql(con, """
+    messages = named_queries.execute_sql(con, """
         SELECT session_id, idx, id, role, text FROM messages WHERE $session IS NULL OR session_id = $session
         ORDER BY session_id, idx""", session=session)
     data = ReportData(frames, diffs.reset_index(drop=True), messages, claims(con, session))
@@ -81,7 +81,7 @@ def claims(con: duckdb.DuckDBPyConnection, session: str | None) -> pd.DataFrame 
     if CLAIMS_QUERY not in named_queries.names():
         return None
     try:
-        df = named_queries.run(con, CLAIMS_QUERY, session=session)
+        df = named_queries.execute(con, CLAIMS_QUERY, session=session)
     except duckdb.Error:
         return None
     expected = {"session", "message", "text", "value", "unit", "measured", "measured_source", "verdict"}
