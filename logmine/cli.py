@@ -270,7 +270,11 @@ def start() -> None:
         duckdb = sys.modules.get("duckdb")  # imported by whichever command opened a database
         if duckdb is None or not isinstance(exc, duckdb.Error):
             raise
-        fail(locked_message(exc) or f"database error: {str(exc).splitlines()[0]}")
+        message = f"database error: {str(exc).splitlines()[0]}"
+        if isinstance(exc, (duckdb.BinderException, duckdb.CatalogException)) and "ingest" not in sys.argv[1:2]:
+            # a table or column the queries expect is missing: the file was made by an older logmine
+            message += " (a database made by another logmine version: ingest the inputs into a new one)"
+        fail(locked_message(exc) or message)
 
 
 def locked_message(exc: Exception) -> str | None:

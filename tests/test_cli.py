@@ -105,3 +105,17 @@ def test_a_query_name_is_a_name_not_a_path(demo_db: str, tmp_path: Path) -> None
     result = subprocess.run([sys.executable, "-m", "logmine", "query", "../" * 12 + str(relative), "--db", demo_db],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "no query named" in result.stderr and "ran" not in result.stdout
+
+
+def test_a_database_made_by_an_older_version_gets_one_line_saying_so(tmp_path: Path) -> None:
+    import duckdb
+
+    db = tmp_path / "old.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE runs (source_id INTEGER, ordinal INTEGER)")  # an older runs table
+    con.execute("CREATE TABLE sources (source_id INTEGER, display VARCHAR, path VARCHAR, kind VARCHAR)")
+    con.close()
+    result = subprocess.run([sys.executable, "-m", "logmine", "query", "runs", "--db", str(db)],
+                            capture_output=True, text=True)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert "made by another logmine version" in result.stderr and "Traceback" not in result.stderr
