@@ -230,8 +230,8 @@ def report(db: str, output: str, fmt: str | None, runs: tuple[int, ...], source:
 
 
 # The terminal view: the figure is in the claim's text, the measured one as the log printed it.
-CLAIM_COLUMNS = {"message_index": "msg", "verdict": "verdict", "text": "claim", "measured_figure": "measured",
-                 "measured_source": "source", "cause": "cause"}
+# Short headers for the claims query's key columns (its `-- Columns:` line), so the table fits 80 columns.
+CLAIM_HEADERS = {"message_index": "msg", "text": "claim", "measured_figure": "measured", "measured_source": "source"}
 
 
 @main.command()
@@ -244,8 +244,8 @@ def claims(db: str, session: str | None, run_: int | None, fmt: str) -> None:
     with api.open_db(db) as con:
         df = api.query(con, "claims", session=session, run=run_)
     if fmt == "table":
-        df = df[list(CLAIM_COLUMNS)].assign(measured_source=df["measured_source"].map(
-            lambda s: s.rsplit("/", 1)[-1] if isinstance(s, str) else s)).rename(columns=CLAIM_COLUMNS)
+        df = df[named_queries.key_columns("claims")].assign(measured_source=df["measured_source"].map(
+            lambda s: s.rsplit("/", 1)[-1] if isinstance(s, str) else s)).rename(columns=CLAIM_HEADERS)
     emit(render(df, fmt), pager=fmt == "table")
 
 
