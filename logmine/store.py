@@ -159,10 +159,18 @@ def append(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table, columns: 
 
 
 def delete_rows(con: duckdb.DuckDBPyConnection, tables: Iterable[str], source_id: int,
-                from_line: int = 0) -> None:
-    """Remove a source's rows from line `from_line` on (a re-read partial line, or a replaced file)."""
+                from_line: int | None = 0) -> None:
+    """Remove a source's rows from line `from_line` on (a re-read partial line, or a replaced file); all
+    of them when `from_line` is None (tables without lines, such as a transcript's)."""
+    where, params = _source_rows(source_id, from_line)
     for table in tables:
-        execute(con, f'DELETE FROM "{table}" WHERE source_id = ? AND line_no >= ?', [source_id, from_line])
+        execute(con, f'DELETE FROM "{table}" WHERE {where}', params)
+
+
+def _source_rows(source_id: int, from_line: int | None) -> tuple[str, list[int]]:
+    if from_line is None:
+        return "source_id = $1", [source_id]
+    return "source_id = $1 AND line_no >= $2", [source_id, from_line]
 
 
 class SavedRows:
@@ -173,19 +181,19 @@ class SavedRows:
     """
 
     def __init__(self, con: duckdb.DuckDBPyConnection, tables: Iterable[str], source_id: int,
-                 from_line: int = 0, keep: bool = True) -> None:
+                 from_line: int | None = 0, keep: bool = True) -> None:
         self.con, self.tables, self.source_id, self.from_line = con, list(tables), source_id, from_line
         self.kept: dict[str, str] = {}  # table -> its temporary copy
         if not keep:
             return
         # One query says which tables hold such rows: most hold none, and each statement costs milliseconds.
+        where, params = _source_rows(source_id, from_line)
         having = execute(con, " UNION ALL ".join(
-            f"SELECT '{table}' WHERE EXISTS (SELECT 1 FROM \"{table}\" WHERE source_id = $1 AND line_no >= $2)"
-            for table in self.tables), [source_id, from_line])
+            f"SELECT '{table}' WHERE EXISTS (SELECT 1 FROM \"{table}\" WHERE {where})"
+            for table in self.tables), params)
         for (table,) in having:
             copy = self.kept[table] = f"_logmine_saved_{table}"
-            execute(con, f'CREATE OR REPLACE TEMP TABLE "{copy}" AS SELECT * FROM "{table}" '
-                     "WHERE source_id = ? AND line_no >= ?", [source_id, from_line])
+            execute(con, f'CREATE OR REPLACE TEMP TABLE "{copy}" AS SELECT * FROM "{table}" WHERE {where}', params)
         delete_rows(con, self.kept, source_id, from_line)
 
     def restore(self) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from . import interrupts
 from .file_contents import FileContents
@@ -35,7 +36,7 @@ from .parsers.transcripts.detect import read_transcripts
 from .parsers.transcripts.model import Message, ParseProblem, Part, Session, ToolCall, UnknownRecord, type_problem
 from .parsers.transcripts.record_kinds import session_event
 from .redact import Redactor
-from .store import create_table, execute, next_source_id, upsert_source
+from .store import SavedRows, create_table, execute, next_source_id, upsert_source
 
 TABLES: dict[str, dict[str, str]] = {
     "sessions": {"source_id": "INTEGER", "id": "VARCHAR", "format": "VARCHAR", "parent_id": "VARCHAR",
@@ -74,6 +75,8 @@ TABLES: dict[str, dict[str, str]] = {
                        "kind": "VARCHAR", "log_ts": "TIMESTAMP", "tp": "SMALLINT", "message": "VARCHAR",
                        "seen_at": "TIMESTAMP"},
 }
+BATCH_ROWS = 1000  # rows of one table held before they are stored
+EMBEDDED_BATCH_LINES = 50_000  # tool-output lines held before they are parsed, as one block per envelope
 SHELL_TOOLS = {"bash", "shell", "exec_command", "local_shell", "local_shell_call", "run_command", "terminal"}
 
 
@@ -100,7 +103,10 @@ def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
 
 def ingest_transcript(con: duckdb.DuckDBPyConnection, path: Path, fmt: str | None,
                       redactor: Redactor | None = None) -> TranscriptReport:
-    """Store one transcript file or directory (every session under it); re-ingesting adds nothing."""
+    """Store one transcript file or directory (every session under it); re-ingesting adds nothing.
+
+    Records are stored in batches as they are read, so a transcript of any size costs the memory of a
+    batch; a file that fails part-way gets its earlier rows back (`SavedRows`)."""
     resolved = str(path.resolve())
     fingerprint = _fingerprint(path)
     previous = execute(con, "SELECT source_id, content_hash FROM sources WHERE path = ? AND kind = 'transcript'",
@@ -110,13 +116,15 @@ def ingest_transcript(con: duckdb.DuckDBPyConnection, path: Path, fmt: str | Non
     source_id = previous[0][0] if previous else next_source_id(con)
     report = TranscriptReport(str(path), source_id, "replaced" if previous else "new", fmt)
     known_sessions = {r[0] for r in execute(con, "SELECT id FROM sessions WHERE source_id <> ?", [source_id])}
-    # Everything is read before anything is stored, so a file that fails to read leaves its old rows.
-    rows = read_rows(path, report, known_sessions)
-    if previous:
-        for table in TABLES:
-            execute(con, f'DELETE FROM "{table}" WHERE source_id = ?', [source_id])
-    for table, table_rows in rows.items():
-        insert_rows(con, table, table_rows, redactor)
+    saved = SavedRows(con, TABLES, source_id, from_line=None, keep=bool(previous))
+    try:
+        store_records(path, report, known_sessions, TableWriter(con, redactor))
+    except duckdb.Error:
+        raise  # the transaction itself is in doubt
+    except BaseException:
+        saved.restore()
+        raise
+    saved.discard()
     upsert_source(con, {
         "source_id": source_id, "path": resolved, "display": str(path), "kind": "transcript", "envelope": fmt,
         "compression": None, "size_bytes": _size(path), "bytes_ingested": None, "lines_ingested": None,
@@ -127,92 +135,109 @@ def ingest_transcript(con: duckdb.DuckDBPyConnection, path: Path, fmt: str | Non
 
 
 def read_rows(path: Path, report: TranscriptReport, known_sessions: set[str]) -> dict[str, list[dict]]:
-    """The rows of every table for one transcript file or directory, counted into `report`; sessions
-    in `known_sessions` (stored from another file) are skipped."""
-    rows: dict[str, list[dict]] = {name: [] for name in TABLES}
+    """The rows of every table for one transcript file or directory, counted into `report`, in memory
+    (embedded journal lines with every value as text, as they are stored); sessions in `known_sessions`
+    (stored from another file) are skipped."""
+    out = TableWriter()
+    store_records(path, report, known_sessions, out)
+    return out.kept
+
+
+def store_records(path: Path, report: TranscriptReport, known_sessions: set[str], out: TableWriter) -> None:
+    """Read every record of one transcript file or directory into `out`, enriching each tool call as it
+    comes (in the order the reader yields them, as `FileContents` follows a session's writes)."""
     skipped_sessions: set[str] = set()
+    files = FileContents()
+    embedded = EmbeddedLines(out, report, str(path))
     for record in read_transcripts(path):
         interrupts.check()
         problem = type_problem(record)
         if problem:  # a value of another type than the agent writes, taken as it was by the reader
             record = UnknownRecord(None, str(path), getattr(record, "source_line", None), type(record).__name__,
                                    json.dumps(asdict(record), default=str), problem)
-        add_record(record, report.source_id, rows, known_sessions, skipped_sessions, report)
+        call = add_record(record, report.source_id, out, known_sessions, skipped_sessions, report)
+        if call is None:
+            continue
+        tool_input = call.pop("_input")
+        try:
+            enrich_tool_call(call, tool_input, out, files, embedded)
+        except Exception as exc:  # an input of a shape no agent writes: the call is stored, not what it ran
+            report.unknown_records += 1
+            out.add("unknown_records", _unreadable_call(call, str(path), exc))
+        out.add("tool_calls", call)
+    embedded.flush()
+    out.flush()
     if skipped_sessions and not report.sessions:
         report.status = "duplicate: its sessions were already stored from another file"
-    files = FileContents()
-    for call in list(rows["tool_calls"]):
-        try:
-            enrich_tool_call(call, rows, files)
-        except Exception as exc:  # an input of a shape no agent writes: the call is stored, not what it ran
-            call.pop("_input", None)
-            report.unknown_records += 1
-            rows["unknown_records"].append({"source_id": report.source_id, "session_id": call["session_id"],
-                                            "path": str(path), "line": None, "record_type": "tool_input",
-                                            "raw": call["input"], "reason": f"{type(exc).__name__}: {exc}"})
-    return rows
 
 
-def add_record(record: object, source_id: int, rows: dict[str, list[dict]], known: set[str],
-               skipped: set[str], report: TranscriptReport) -> None:
-    """Turn one reader record into a row; sessions already stored from another source are skipped."""
+def _unreadable_call(call: dict, path: str, exc: Exception) -> dict:
+    return {"source_id": call["source_id"], "session_id": call["session_id"], "path": path, "line": None,
+            "record_type": "tool_input", "raw": call["input"], "reason": f"{type(exc).__name__}: {exc}"}
+
+
+def add_record(record: object, source_id: int, out: TableWriter, known: set[str], skipped: set[str],
+               report: TranscriptReport) -> dict | None:
+    """Turn one reader record into a row; sessions already stored from another source are skipped.
+    A tool call's row is returned (with its `_input`) instead, for the caller to enrich and store."""
     if isinstance(record, ParseProblem):
-        rows["transcript_problems"].append({"source_id": source_id, **asdict(record)})
+        out.add("transcript_problems", {"source_id": source_id, **asdict(record)})
         report.problems.append(f"{record.path}:{record.line}: {record.message}" if record.line is not None
                                else f"{record.path}: {record.message}")
-        return
+        return None
     session_id = getattr(record, "session_id", None) or getattr(record, "id", None)
     if isinstance(record, Session):
         if record.id in known:
             skipped.add(record.id)
-            return
+            return None
         report.sessions += 1
         row = asdict(record)
         row["extra"] = json.dumps(row["extra"], default=str)
-        rows["sessions"].append({"source_id": source_id, **_utc(row)})
-        return
+        out.add("sessions", {"source_id": source_id, **_utc(row)})
+        return None
     if session_id in known:
         skipped.add(session_id)
-        return
+        return None
     if isinstance(record, ToolCall):
         classify_ending(record)
     row = {"source_id": source_id, **_utc(asdict(record))}
     if isinstance(record, Message):
         report.messages += 1
         row["idx"] = row.pop("index")
-        rows["messages"].append(row)
+        out.add("messages", row)
     elif isinstance(record, Part):
         row["idx"] = row.pop("index")
         row["data"] = json.dumps(row["data"], default=str)
-        rows["parts"].append(row)
+        out.add("parts", row)
     elif isinstance(record, ToolCall):
         report.tool_calls += 1
         row["input"] = json.dumps(row["input"], default=str)
         row["_input"] = record.input
-        rows["tool_calls"].append(row)
+        return row
     elif isinstance(record, UnknownRecord) and (event := session_event(record)) is not None:
-        rows["session_events"].append({"source_id": source_id, **_utc(asdict(event))})
+        out.add("session_events", {"source_id": source_id, **_utc(asdict(event))})
     elif isinstance(record, UnknownRecord):
         report.unknown_records += 1
-        rows["unknown_records"].append(row)
+        out.add("unknown_records", row)
+    return None
 
 
-def enrich_tool_call(call: dict, rows: dict[str, list[dict]], files: FileContents) -> None:
+def enrich_tool_call(call: dict, tool_input: dict, out: TableWriter, files: FileContents,
+                     embedded: EmbeddedLines) -> None:
     """Commands, file writes, config snapshots and embedded journal lines of one tool call; `files`
     holds what the session's earlier calls wrote or printed."""
-    tool_input = call.pop("_input")
     base = {k: call[k] for k in ("source_id", "session_id", "message_id", "message_index", "call_id")}
     when = call.get("started_at")
     writes = []
     command = shell_command_text(call["tool"], tool_input)
     if command:
         for step_no, step in enumerate(split_command(command)):
-            rows["commands"].append({**base, "step": step_no, "host": step.host, "user": step.user,
+            out.add("commands", {**base, "step": step_no, "host": step.host, "user": step.user,
                                      "command": step.command, "started_at": when, "exit_code": call["exit_code"]})
             writes.extend((step_no, step.host, w) for w in step.writes)
             launch = parse_launch_command(step.command)
             if launch and "model_path" in launch:  # `launch_server --help` configures nothing
-                rows["config_snapshots"].append({**base, "host": step.host, "path": None,
+                out.add("config_snapshots", {**base, "host": step.host, "path": None,
                                                  "origin": "launch_command", "written_at": when,
                                                  "args": json.dumps(launch, default=repr)})
             for origin, path in config_reads(step.command) if call.get("output") else ():
@@ -220,7 +245,7 @@ def enrich_tool_call(call: dict, rows: dict[str, list[dict]], files: FileContent
                 if seen:
                     if seen[0]:
                         files.remember(call["session_id"], step.host, seen[0], call["output"])
-                    rows["config_snapshots"].append({**base, "host": step.host, "path": seen[0], "origin": origin,
+                    out.add("config_snapshots", {**base, "host": step.host, "path": seen[0], "origin": origin,
                                                      "written_at": when, "args": json.dumps(seen[1], default=repr)})
     else:
         tool_write = file_write_from_tool(call["tool"], tool_input)
@@ -229,7 +254,7 @@ def enrich_tool_call(call: dict, rows: dict[str, list[dict]], files: FileContent
     for step_no, step_host, write in writes:
         host = write.remote_host if write.remote_host is not None else step_host
         content = files.written(call["session_id"], host, write)
-        rows["file_writes"].append({**base, "step": step_no, "host": host, "path": write.path,
+        out.add("file_writes", {**base, "step": step_no, "host": host, "path": write.path,
                                     "method": write.method, "append": write.append, "content": content,
                                     "written_at": when})
         if not content:
@@ -237,10 +262,10 @@ def enrich_tool_call(call: dict, rows: dict[str, list[dict]], files: FileContent
         path, unit_text = files.unit_with_drop_in(call["session_id"], host, write.path, content)
         config = config_from_unit_or_command(unit_text)
         if config:
-            rows["config_snapshots"].append({**base, "host": host, "path": path, "origin": "unit_file",
+            out.add("config_snapshots", {**base, "host": host, "path": path, "origin": "unit_file",
                                              "written_at": when, "args": json.dumps(config, default=repr)})
     if call.get("output"):
-        rows["embedded_lines"].extend(embedded_journal_lines(call["output"], base, call.get("ended_at") or when))
+        embedded.add(call["output"], base, call.get("ended_at") or when)
 
 
 def read_config(origin: str, path: str | None, output: str) -> tuple[str | None, dict] | None:
@@ -263,21 +288,97 @@ def shell_command_text(tool: str, tool_input: dict) -> str | None:
     return command if isinstance(command, str) else None
 
 
-def embedded_journal_lines(output: str, base: dict, seen_at: object) -> list[dict]:
-    """SGLang and systemd lines inside a tool's output, typed by the journal parsers."""
-    lines = output.split("\n")
-    envelope = detect_format(lines[:200])
+class EmbeddedLines:
+    """SGLang and systemd lines inside tool outputs, typed by the journal parsers in batches: outputs of
+    one envelope are parsed as one block (each read as if alone), since a parse costs mostly per block."""
+
+    def __init__(self, out: TableWriter, report: TranscriptReport, path: str) -> None:
+        self.out, self.report, self.path = out, report, path
+        self.pending: dict[str, list[tuple[list[str], dict, object]]] = {}  # envelope -> outputs
+        self.lines = 0
+
+    def add(self, output: str, base: dict, seen_at: object) -> None:
+        lines = output.split("\n")
+        self.pending.setdefault(detect_format(lines[:200]), []).append((lines, base, seen_at))
+        self.lines += len(lines)
+        if self.lines >= EMBEDDED_BATCH_LINES:
+            self.flush()
+
+    def flush(self) -> None:
+        pending, self.pending, self.lines = self.pending, {}, 0
+        for envelope, outputs in pending.items():
+            try:
+                self.out.add_text_table("embedded_lines", embedded_journal_lines(envelope, outputs))
+            except Exception:  # an output the parsers cannot read: find it, the others are stored
+                for output in outputs:
+                    try:
+                        self.out.add_text_table("embedded_lines", embedded_journal_lines(envelope, [output]))
+                    except Exception as exc:
+                        self.report.unknown_records += 1
+                        self.out.add("unknown_records", {
+                            "source_id": self.report.source_id, "session_id": output[1]["session_id"],
+                            "path": self.path, "line": None, "record_type": "tool_output",
+                            "raw": "\n".join(output[0]), "reason": f"{type(exc).__name__}: {exc}"})
+
+
+def embedded_journal_lines(envelope: str, outputs: list[tuple[list[str], dict, object]]) -> pa.Table:
+    """The typed lines of tool outputs written in `envelope`, given as (lines, the call's columns, time
+    seen), each output read as if alone; every column as text, as `TableWriter` stores it."""
+    lines = [line for output_lines, _, _ in outputs for line in output_lines]
+    starts = np.cumsum([0] + [len(output_lines) for output_lines, _, _ in outputs[:-1]])
+    restarts = np.zeros(len(lines), dtype=bool)
+    restarts[starts] = True
     parser = LineParser(0, envelope, TimeContext(year=datetime.now().year), "1970-01-01")
     batch = ColumnBatch()
-    parser.parse_block(1, pa.array(lines, pa.string()), np.zeros(len(lines), dtype=bool), batch)
+    parser.parse_block(1, pa.array(lines, pa.string()), np.zeros(len(lines), dtype=bool), batch, restarts)
     parser.finish(batch)
-    found = []
-    for row in batch.tables()["lines"].to_pylist():
-        if row.get("kind") in (None, "blank"):
-            continue
-        found.append({**base, "line_in_output": row["line_no"], "kind": row["kind"], "log_ts": row.get("log_ts"),
-                      "tp": row.get("tp"), "message": row["message"], "seen_at": seen_at})
-    return found
+    parsed = batch.tables()["lines"].select(["line_no", "kind", "log_ts", "tp", "message"])
+    parsed = parsed.filter(pc.and_(pc.is_valid(parsed["kind"]), pc.not_equal(parsed["kind"], "blank")))
+    row = parsed["line_no"].to_numpy() - 1
+    output_of = np.searchsorted(starts, row, side="right") - 1
+    taken = pa.array(output_of, pa.int64())
+
+    def per_output(values: list) -> pa.Array:
+        return pa.array([_text(value) for value in values], pa.string()).take(taken)
+
+    columns = {name: per_output([base[name] for _, base, _ in outputs])
+               for name in ("source_id", "session_id", "message_id", "message_index", "call_id")}
+    columns["line_in_output"] = pa.array(row - starts[output_of] + 1).cast(pa.string())
+    for name in ("kind", "log_ts", "tp", "message"):
+        columns[name] = parsed[name].combine_chunks().cast(pa.string())
+    columns["seen_at"] = per_output([seen_at for _, _, seen_at in outputs])
+    return pa.table({name: columns[name] for name in TABLES["embedded_lines"]})
+
+
+class TableWriter:
+    """The rows of one transcript's tables, stored in batches as they come; without a connection they
+    are kept in `kept` (tests, notebooks)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection | None = None, redactor: Redactor | None = None) -> None:
+        self.con, self.redactor = con, redactor
+        self.pending: dict[str, list[dict]] = {name: [] for name in TABLES}
+        self.kept: dict[str, list[dict]] = {name: [] for name in TABLES}
+
+    def add(self, table: str, row: dict) -> None:
+        pending = self.pending[table]
+        pending.append(row)
+        if len(pending) >= BATCH_ROWS:
+            self.flush(table)
+
+    def add_text_table(self, table: str, data: pa.Table) -> None:
+        """Rows whose every column is already text, in the table's column order."""
+        if self.con is None:
+            self.kept[table].extend(data.to_pylist())
+        elif data.num_rows:
+            insert_text_table(self.con, table, data, self.redactor)
+
+    def flush(self, table: str | None = None) -> None:
+        for name in [table] if table else TABLES:
+            rows, self.pending[name] = self.pending[name], []
+            if self.con is None:
+                self.kept[name].extend(rows)
+            elif rows:
+                insert_rows(self.con, name, rows, self.redactor)
 
 
 def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict], redactor: Redactor | None = None) -> None:
@@ -285,12 +386,20 @@ def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict], re
     if not rows:
         return
     columns = TABLES[table]
-    text_rows = [{name: _text(row.get(name)) for name in columns} for row in rows]
+    text_rows = {name: [_text(row.get(name)) for row in rows] for name in columns}
+    insert_text_table(con, table, pa.table({name: pa.array(values, pa.string()) for name, values in text_rows.items()}),
+                      redactor)
+
+
+def insert_text_table(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table,
+                      redactor: Redactor | None = None) -> None:
+    """Store an Arrow table of text columns, cast by DuckDB to the table's types; with a redactor, secrets
+    are replaced in every cell."""
+    columns = TABLES[table]
     if redactor:
-        text_rows = [{name: value and redactor.text(value) for name, value in row.items()} for row in text_rows]
-    batch = pa.Table.from_pylist(text_rows, schema=pa.schema([(name, pa.string()) for name in columns]))
+        data = pa.table({name: redactor.cells(data[name].combine_chunks()) for name in columns})
     exprs = ", ".join(f'TRY_CAST("{name}" AS {kind}) AS "{name}"' for name, kind in columns.items())
-    con.register("_logmine_transcript_rows", batch)
+    con.register("_logmine_transcript_rows", data)
     try:
         execute(con, f'INSERT INTO "{table}" BY NAME SELECT {exprs} FROM _logmine_transcript_rows')
     finally:

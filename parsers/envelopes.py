@@ -181,10 +181,12 @@ MONTH_NAMES = pa.array(list(MONTHS))
 TWO_DIGITS = pa.array([f"{i:02d}" for i in range(13)])
 
 
-def read_envelopes(lines: pa.StringArray, fmt: str, ctx: TimeContext, ascii_rows: np.ndarray) -> Envelopes:
-    """The envelope of every line of a block, in order (`ctx` carries the year across blocks)."""
+def read_envelopes(lines: pa.StringArray, fmt: str, ctx: TimeContext, ascii_rows: np.ndarray,
+                   restarts: np.ndarray | None = None) -> Envelopes:
+    """The envelope of every line of a block, in order (`ctx` carries the year across blocks). Where
+    `restarts` flags a row, an independent text starts there: it is read as if `ctx` were fresh."""
     if fmt == "journal-short":
-        return _read_short_block(lines, ctx, ascii_rows)
+        return _read_short_block(lines, ctx, ascii_rows, restarts)
     n = len(lines)
     if fmt == "plain":
         none = pa.nulls(n, pa.string())
@@ -237,10 +239,11 @@ def _short_groups(lines: pa.StringArray, ascii_rows: np.ndarray) -> tuple[np.nda
     return fast, groups, head_len
 
 
-def _read_short_block(lines: pa.StringArray, ctx: TimeContext, ascii_rows: np.ndarray) -> Envelopes:
+def _read_short_block(lines: pa.StringArray, ctx: TimeContext, ascii_rows: np.ndarray,
+                      restarts: np.ndarray | None = None) -> Envelopes:
     valid, g, head_len = _short_groups(lines, ascii_rows)
     month = pc.add(pc.fill_null(pc.index_in(g["mon"], value_set=MONTH_NAMES), 0), 1).to_numpy(zero_copy_only=False)
-    year = _years(month, valid, ctx)
+    year = _years(month, valid, ctx) if restarts is None else _years_of_texts(month, valid, ctx, restarts)
     frac = pc.if_else(pc.equal(g["frac"], ""), "", pc.binary_join_element_wise(".", g["frac"], ""))
     ts = pc.binary_join_element_wise(
         pc.utf8_lpad(pc.cast(pa.array(year), pa.string()), 4, "0"), "-", TWO_DIGITS.take(pa.array(month)), "-",
@@ -263,6 +266,24 @@ def _years(month: np.ndarray, valid: np.ndarray, ctx: TimeContext) -> np.ndarray
     rolled = ctx.year + np.cumsum((before != 0) & (seen < before))
     year[valid] = rolled
     ctx.year, ctx.last_month = int(rolled[-1]), int(seen[-1])
+    return year
+
+
+def _years_of_texts(month: np.ndarray, valid: np.ndarray, ctx: TimeContext, restarts: np.ndarray) -> np.ndarray:
+    """`_years` for a block of independent texts, each starting where `restarts` flags a row and read
+    from `ctx` as it is (which stays as it was)."""
+    seen = month[valid]
+    year = np.full(len(month), ctx.year, dtype=np.int64)
+    if not len(seen):
+        return year
+    text = np.cumsum(restarts)[valid]
+    first = np.r_[True, text[1:] != text[:-1]]
+    before = np.concatenate([[0], seen[:-1]])
+    before[first] = ctx.last_month
+    rolls = (before != 0) & (seen < before)
+    steps = np.cumsum(rolls)
+    start = np.maximum.accumulate(np.where(first, np.arange(len(seen)), 0))
+    year[valid] = ctx.year + steps - steps[start] + rolls[start]
     return year
 
 

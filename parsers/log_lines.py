@@ -105,22 +105,26 @@ class LineParser:
             batch.add("errors", pa.Table.from_pylist(errors))
 
     def parse_block(self, first_line_no: int, lines: pa.StringArray, bad_utf8: np.ndarray,
-                    batch: ColumnBatch) -> None:
-        """Parse consecutive lines numbered from `first_line_no` into `batch`."""
+                    batch: ColumnBatch, restarts: np.ndarray | None = None) -> None:
+        """Parse consecutive lines numbered from `first_line_no` into `batch`.
+
+        Where `restarts` flags a row, an independent text starts (the next tool output of a transcript):
+        it is read as a fresh parser would read it, so many short texts cost one block, not one each.
+        """
         n = len(lines)
         if not n:
             return
         ascii_rows = flags(pc.string_is_ascii(lines))
-        env = read_envelopes(lines, self.envelope, self.time, ascii_rows)
+        env = read_envelopes(lines, self.envelope, self.time, ascii_rows, restarts)
         if self.envelope == "journal-json":  # an ASCII record may decode to a message that is not (`\u00e9`)
             ascii_rows = flags(pc.string_is_ascii(env.message))
         body_source, progress = _carriage_returns(env.message)
         pre = parse_prefixes(body_source, ascii_rows)
-        ts, log_ts = self._times(env, pre)
+        ts, log_ts = self._times(env, pre, restarts)
         body = pre.body
         classify_rows = np.nonzero(pre.prefixed | flags(pc.not_equal(body, "")))[0]
         found = self.classifier.classify(body, classify_rows, ascii_rows, env.ident, pre.prefixed)
-        block = Block(first_line_no, body, pre, ts, env.pid, found.kinds, progress, [None] * n)
+        block = Block(first_line_no, body, pre, ts, env.pid, found.kinds, progress, [None] * n, restarts)
         block.records["notices"] = self._log_records(block)
         errors = self._sequential_pass(block)
 
@@ -144,7 +148,8 @@ class LineParser:
 
     # ------------------------------------------------------------ columns
 
-    def _times(self, env: Envelopes, pre: Prefixes) -> tuple[pa.StringArray, pa.StringArray]:
+    def _times(self, env: Envelopes, pre: Prefixes, restarts: np.ndarray | None = None
+               ) -> tuple[pa.StringArray, pa.StringArray]:
         """(ts, log_ts): the envelope's time, else the prefix time, else the last time seen.
 
         A prefix without a date takes the envelope's date, else the date of the last time seen.
@@ -158,17 +163,24 @@ class LineParser:
         ts = pc.coalesce(env.ts, log_ts)
         dateless = pc.and_(pa.array(pre.prefixed), pc.is_null(known))
         if pc.any(dateless).as_py():
-            last = pc.utf8_slice_codeunits(self._carried(ts), 0, 10)
+            last = pc.utf8_slice_codeunits(self._carried(ts, restarts), 0, 10)
             log_ts = pc.if_else(dateless, with_date(pc.fill_null(last, self.fallback_date)), log_ts)
             ts = pc.coalesce(env.ts, log_ts)
-        filled = pc.coalesce(ts, self._carried(ts))
+        filled = pc.coalesce(ts, self._carried(ts, restarts))
         self.last_ts = filled[-1].as_py()
         return filled, log_ts
 
-    def _carried(self, ts: pa.StringArray) -> pa.StringArray:
-        """The last non-null time before each row (the state from earlier blocks included)."""
+    def _carried(self, ts: pa.StringArray, restarts: np.ndarray | None = None) -> pa.StringArray:
+        """The last non-null time before each row (the state from earlier blocks included), within its
+        text where `restarts` flags where texts start."""
         seeded = pa.concat_arrays([pa.array([self.last_ts], pa.string()), ts])
-        return pc.fill_null_forward(seeded)[:-1]
+        carried = pc.fill_null_forward(seeded)[:-1]
+        if restarts is None:
+            return carried
+        rows = np.arange(len(ts))
+        last_known = np.r_[-1, np.maximum.accumulate(np.where(flags(pc.is_valid(ts)), rows, -1))[:-1]]
+        text_start = np.maximum.accumulate(np.where(restarts, rows, 0))
+        return pc.if_else(pa.array(last_known >= text_start), carried, pa.scalar(None, pa.string()))
 
     def _log_records(self, block: Block) -> list[dict]:
         """The foreign `LEVEL file.py:N:` shape is a structured record even when its text is new to us."""
@@ -205,10 +217,15 @@ class LineParser:
         prefixed_so_far = np.cumsum(pre.prefixed)
         ticked = 0
         errors: list[dict] = []
-        for i in np.nonzero(stateful)[0]:
+        restarts = block.restarts if block.restarts is not None else np.zeros(len(stateful), dtype=bool)
+        for i in np.nonzero(stateful | restarts)[0]:
             i = int(i)
             errors += self._tick(int(prefixed_so_far[i]) - ticked)
             ticked = int(prefixed_so_far[i])
+            if restarts[i]:  # a new text: nothing open in the one before continues into it
+                errors += [self._error_row(err) for err in self.tracebacks.close_all()]
+                if not stateful[i]:
+                    continue
             if pre.prefixed[i]:
                 self._prefixed_error_start(block, i)
             else:
@@ -253,7 +270,7 @@ class LineParser:
                 kind, table, fields = raw
                 if table is not None:
                     block.records.setdefault(table, []).append({"_row": i, "kind": kind, **fields})
-            elif (block.kinds[i - 1] if i else self.last_kind) == "python_warning" and body[:1].isspace():
+            elif block.kind_before(i, self.last_kind) == "python_warning" and body[:1].isspace():
                 kind = "python_warning_source"
             block.kinds[i] = kind
             return []
@@ -282,10 +299,17 @@ class Block:
     kinds: np.ndarray  # object array of kind names, None where untyped
     progress: dict[int, str | None]
     groups: list[int | None]
+    restarts: np.ndarray | None = None  # rows where an independent text starts
     records: dict[str, list[dict]] = field(default_factory=dict)
 
     def body_at(self, i: int) -> str:
         return self.body[i].as_py()
+
+    def kind_before(self, i: int, last_kind: str | None) -> str | None:
+        """The kind of the line before row `i` in its text (`last_kind`: the previous block's last)."""
+        if self.restarts is not None and self.restarts[i]:
+            return None
+        return self.kinds[i - 1] if i else last_kind
 
     def found_mask(self) -> np.ndarray:
         return self.kinds.astype(bool)
