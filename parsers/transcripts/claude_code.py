@@ -11,8 +11,10 @@ and a tool call's result arrive on later lines; files are one session each, so t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+from collections import defaultdict, deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,12 +30,17 @@ from .common import (
     seconds_between,
     unreadable,
 )
-from .model import Message, ParseProblem, Part, Record, Session, ToolCall, UnknownRecord
+from .model import Message, ParseProblem, Part, Record, SeenIds, Session, ToolCall, UnknownRecord
+from .registry import TranscriptReader
 
 FORMAT = "claude-code"
 PROVIDER = "anthropic"
+LINE_TYPES = {
+    "user", "assistant", "system", "summary", "progress", "file-history-snapshot", "queue-operation",
+}  # fmt: skip
 _AGENT_ID_IN_TEXT = re.compile(r"agentId: (\w[\w-]*)")
 _CONTEXT_FIELDS = ("cwd", "version", "slug", "gitBranch", "userType")
+MAX_WAITING_CALLS = 1000  # finished calls held behind an unfinished one before they go out of order
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 
 
@@ -42,6 +49,28 @@ def read(path: Path) -> Iterator[Record]:
     yield from read_file(path)
     for child_path in subagent_files(path):
         yield from read_file(child_path)
+
+
+class ClaudeCodeReader(TranscriptReader):
+    name = FORMAT
+    priority = 40
+
+    def recognises_line(self, line: dict[str, Any]) -> bool:
+        line_type = line.get("type") if isinstance(line.get("type"), str) else None
+        return "sessionId" in line and (line_type in LINE_TYPES or isinstance(line.get("message"), dict))
+
+    def read_elsewhere(self, path: Path) -> bool:
+        """A subagent file is read with its parent session, when the parent is there."""
+        if is_subagent_file(path) and path.parent.name == "subagents":
+            session_dir = path.parent.parent
+            return (session_dir.parent / f"{session_dir.name}.jsonl").exists()
+        return False
+
+    def read(self, path: Path, seen: SeenIds) -> Iterator[Record]:
+        return read(path)
+
+
+READERS = [ClaudeCodeReader()]
 
 
 def subagent_files(session_path: Path) -> list[Path]:
@@ -58,7 +87,17 @@ def child_session_id(parent_session_id: str, agent_id: str) -> str:
 
 
 def read_file(path: Path) -> Iterator[Record]:
-    builder = _SessionBuilder(path)
+    """The records of one session file, streamed: a first pass learns what only the whole file says (the
+    session's id, title and times, and the last line of each message and tool call), the second emits
+    each message and call once its last line is read, so memory holds only those still open."""
+    ends = _SessionBuilder(path)
+    for item in iter_jsonl(path):
+        if not isinstance(item, ParseProblem):
+            with contextlib.suppress(Exception):  # the second pass keeps the line with its reason
+                ends.add_line(*item)
+    session = ends.session()
+    yield session
+    builder = _SessionBuilder(path, session.id, ends.last_lines)
     for item in iter_jsonl(path):
         if isinstance(item, ParseProblem):
             yield item
@@ -68,7 +107,8 @@ def read_file(path: Path) -> Iterator[Record]:
         except Exception as exc:  # a field of another type than Claude Code writes: keep the line as it is
             line_no, line = item
             yield unreadable(exc, line.get("sessionId"), path, line_no, str(line.get("type")), line)
-    yield from builder.records()
+        yield from builder.finished(item[0])
+    yield from builder.finished(None)
 
 
 @dataclass
@@ -80,8 +120,23 @@ class _PendingMessage:
 
 
 class _SessionBuilder:
-    def __init__(self, path: Path) -> None:
+    """Reads a session's lines; given the session's id and the last line of each message and tool call (a
+    first pass's `last_lines`), it hands them out as soon as they are complete (`finished`)."""
+
+    def __init__(self, path: Path, final_session_id: str | None = None,
+                 ends: dict[tuple[str, str], int] | None = None) -> None:
         self.path = path
+        self.final_session_id = final_session_id
+        self.ends = ends
+        self.last_lines: dict[tuple[str, str], int] = {}  # ("message" | "call", key) -> last line touching it
+        self.message_keys: set[str] = set()  # every message key seen: a key's index is its rank
+        self.call_count = 0  # distinct tool call ids seen
+        self.call_order: deque[str] = deque()  # ids of the calls not yet handed out, in the order first seen
+        self.keep_content = ends is not None  # a first pass only learns where things end
+        self.closing: dict[int, list[str]] = defaultdict(list)  # line -> message keys complete after it
+        for (kind, key), line_no in (ends or {}).items():
+            if kind == "message":
+                self.closing[line_no].append(key)
         self.session_id: str | None = None
         self.agent_id: str | None = None
         # A subagent transcript is recognised by its records wherever the file lies: every message
@@ -108,7 +163,8 @@ class _SessionBuilder:
         else:
             if line_type == "summary" and isinstance(line.get("summary"), str):
                 self.title = line["summary"]
-            self.unknown.append((line_no, _record_type(line, line_type), line))
+            if self.keep_content:
+                self.unknown.append((line_no, _record_type(line, line_type), line))
 
     def _note_session_fields(self, line: dict[str, Any]) -> None:
         if self.session_id is None and line.get("sessionId"):
@@ -129,10 +185,11 @@ class _SessionBuilder:
             self.ended_at = max(self.ended_at or timestamp, timestamp)
 
     def _new_message(self, key: str, line_no: int, line: dict[str, Any], role: str) -> _PendingMessage:
+        self.message_keys.add(key)
         message = Message(
             session_id="",  # filled in when the session id is final
             id=key,
-            index=len(self.messages),
+            index=len(self.message_keys) - 1,
             role=role,
             created_at=parse_timestamp(line.get("timestamp")),
             completed_at=parse_timestamp(line.get("timestamp")),
@@ -144,10 +201,14 @@ class _SessionBuilder:
         self.messages[key] = pending
         return pending
 
+    def _touch(self, kind: str, key: str, line_no: int) -> None:
+        self.last_lines[(kind, key)] = line_no
+
     def _add_assistant_line(self, line_no: int, line: dict[str, Any]) -> None:
         body = line.get("message") or {}
         key = body.get("id") or line.get("uuid") or f"{self.path.name}:{line_no}"
         pending = self.messages.get(key) or self._new_message(key, line_no, line, "assistant")
+        self._touch("message", key, line_no)
         message = pending.message
         message.model = message.model or body.get("model")
         message.provider = PROVIDER
@@ -157,9 +218,10 @@ class _SessionBuilder:
         if isinstance(line.get("costUSD"), (int, float)):
             pending.cost_by_request[request] = line["costUSD"]
         for block in _blocks(body.get("content")):
-            pending.blocks.append(block)
+            if self.keep_content:
+                pending.blocks.append(block)
             if block.get("type") == "tool_use":
-                self._start_tool_call(block, message, line)
+                self._start_tool_call(block, message, line, line_no)
 
     def _add_user_line(self, line_no: int, line: dict[str, Any]) -> None:
         body = line.get("message") or {}
@@ -167,13 +229,19 @@ class _SessionBuilder:
         only_results = bool(blocks) and all(block.get("type") == "tool_result" for block in blocks)
         key = line.get("uuid") or f"{self.path.name}:{line_no}"
         pending = self._new_message(key, line_no, line, "tool" if only_results else "user")
-        pending.blocks.extend(blocks)
+        self._touch("message", key, line_no)
+        if self.keep_content:
+            pending.blocks.extend(blocks)
         for block in blocks:
             if block.get("type") == "tool_result":
-                self._finish_tool_call(block, line)
+                self._finish_tool_call(block, line, line_no)
 
-    def _start_tool_call(self, block: dict[str, Any], message: Message, line: dict[str, Any]) -> None:
-        call_id = block.get("id") or f"{message.id}:{len(self.tool_calls)}"
+    def _start_tool_call(self, block: dict[str, Any], message: Message, line: dict[str, Any], line_no: int) -> None:
+        call_id = block.get("id") or f"{message.id}:{self.call_count}"
+        if ("call", call_id) not in self.last_lines:
+            self.call_count += 1
+            self.call_order.append(call_id)
+        self._touch("call", call_id, line_no)
         self.tool_calls[call_id] = ToolCall(
             session_id="",
             message_id=message.id,
@@ -184,10 +252,11 @@ class _SessionBuilder:
             started_at=parse_timestamp(line.get("timestamp")),
         )
 
-    def _finish_tool_call(self, block: dict[str, Any], line: dict[str, Any]) -> None:
+    def _finish_tool_call(self, block: dict[str, Any], line: dict[str, Any], line_no: int) -> None:
         call = self.tool_calls.get(block.get("tool_use_id", ""))
         if call is None:
             return  # result without its call (e.g. truncated file); the Part still keeps it
+        self._touch("call", call.call_id, line_no)
         result = line.get("toolUseResult")
         call.output = content_text(block.get("content"))
         call.is_error = bool(block.get("is_error"))
@@ -200,27 +269,46 @@ class _SessionBuilder:
         agent_id = _agent_id_of(result, call.output)
         if agent_id and line.get("sessionId"):
             call.child_session_id = child_session_id(line["sessionId"], agent_id)
+        if not self.keep_content:
+            call.output = None
 
     # ---------------------------------------------------------------------------- output
 
-    def records(self) -> Iterator[Record]:
-        session = self._session()
-        yield session
-        for pending in self.messages.values():
-            try:
-                message = _finalise_message(pending, session.id)
-                records = [message, *_parts(pending.blocks, message)]
-            except Exception as exc:  # a block of another shape than Claude Code writes
-                records = [unreadable(exc, session.id, self.path, pending.message.source_line, "message",
-                                      pending.blocks)]
-            yield from records
-        for call in self.tool_calls.values():
-            call.session_id = session.id
-            yield call
-        for line_no, record_type, line in self.unknown:
-            yield UnknownRecord(session.id, str(self.path), line_no, record_type, json.dumps(line))
+    def finished(self, line_no: int | None) -> Iterator[Record]:
+        """The messages, tool calls and other lines complete once line `line_no` is read (all that is
+        left at the end, None). Calls come in the order they started, as the session made them."""
+        for key in self.closing.pop(line_no, ()) if line_no is not None else list(self.messages):
+            pending = self.messages.pop(key, None)
+            if pending is not None:
+                yield from self._message_records(pending)
+        while self.call_order and (line_no is None or self._end(self.call_order[0]) <= line_no):
+            yield self._call_record(self.call_order.popleft())
+        if len(self.call_order) > MAX_WAITING_CALLS:  # one call without its result holds back the rest
+            for call_id in [c for c in self.call_order if self._end(c) <= line_no]:
+                self.call_order.remove(call_id)
+                yield self._call_record(call_id)
+        for unknown_line, record_type, line in self.unknown:
+            yield UnknownRecord(self.final_session_id, str(self.path), unknown_line, record_type, json.dumps(line))
+        self.unknown = []
 
-    def _session(self) -> Session:
+    def _end(self, call_id: str) -> int:
+        return (self.ends or {}).get(("call", call_id), 0)
+
+    def _message_records(self, pending: _PendingMessage) -> list[Record]:
+        try:
+            message = _finalise_message(pending, self.final_session_id or "")
+            return [message, *_parts(pending.blocks, message)]
+        except Exception as exc:  # a block of another shape than Claude Code writes
+            return [unreadable(exc, self.final_session_id, self.path, pending.message.source_line, "message",
+                               pending.blocks)]
+
+    def _call_record(self, call_id: str) -> ToolCall:
+        call = self.tool_calls.pop(call_id)
+        call.session_id = self.final_session_id or ""
+        return call
+
+    def session(self) -> Session:
+        """The session record, once every line is read."""
         parent_id = None
         session_id = self.session_id or self.path.stem
         if self.agent_id is None and not self.has_main_lines:

@@ -30,7 +30,8 @@ from .common import (
     unreadable,
     uuid7_time,
 )
-from .model import Message, ParseProblem, Part, Record, Session, ToolCall, UnknownRecord
+from .model import Message, ParseProblem, Part, Record, SeenIds, Session, ToolCall, UnknownRecord
+from .registry import TranscriptReader
 
 FORMAT = "codex"
 ENVELOPE_TYPES = {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
@@ -47,6 +48,24 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 # A fork re-stamps its replayed history within milliseconds of its creation; anything
 # clearly later is the child's own activity (fallback when turn ids are missing).
 _REPLAY_WINDOW = timedelta(seconds=2.5)
+
+
+class CodexReader(TranscriptReader):
+    name = FORMAT
+    priority = 30  # before Claude Code: a bare-era item line may carry a `message` too
+
+    def recognises_line(self, line: dict[str, Any]) -> bool:
+        line_type = line.get("type") if isinstance(line.get("type"), str) else None
+        message = line.get("message") if isinstance(line.get("message"), dict) else {}
+        return ((line_type in ENVELOPE_TYPES and "payload" in line)
+                or (line_type in RESPONSE_ITEM_TYPES and "role" not in message)  # bare-era ResponseItem
+                or ("instructions" in line and "id" in line and "sessionId" not in line))  # bare-era first line
+
+    def read(self, path: Path, seen: SeenIds) -> Iterator[Record]:
+        return read(path)
+
+
+READERS = [CodexReader()]
 
 
 def read(path: Path) -> Iterator[Record]:

@@ -100,6 +100,14 @@ class ParseProblem:
     message: str
 
 
+@dataclass
+class SeenIds:
+    """Sessions/messages already read, so a later, staler copy (JSON beside a database) is skipped."""
+
+    sessions: set[str] = field(default_factory=set)
+    messages: set[str] = field(default_factory=set)
+
+
 class TranscriptUnreadable(Exception):
     """A transcript file that cannot be read as a whole (corrupt or truncated); the message names it."""
 

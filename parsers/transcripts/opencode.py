@@ -18,12 +18,22 @@ import re
 import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .common import as_int, join_texts, parse_timestamp, seconds_between, unreadable
-from .model import Message, ParseProblem, Part, Record, Session, ToolCall, TranscriptUnreadable, UnknownRecord
+from .model import (
+    Message,
+    ParseProblem,
+    Part,
+    Record,
+    SeenIds,
+    Session,
+    ToolCall,
+    TranscriptUnreadable,
+    UnknownRecord,
+)
+from .registry import TranscriptReader
 
 FORMAT = "opencode"
 MessageWithParts = tuple[dict[str, Any], list[dict[str, Any]]]
@@ -34,14 +44,6 @@ _CHILD_SESSION_PATTERNS = (
     re.compile(r'<task id="(ses_\w+)"'),
     re.compile(r"session_id: (ses_\w+)"),
 )
-
-
-@dataclass
-class SeenIds:
-    """Sessions/messages already emitted, so a later, staler store (JSON beside a DB) is skipped."""
-
-    sessions: set[str] = field(default_factory=set)
-    messages: set[str] = field(default_factory=set)
 
 
 def read(path: Path) -> Iterator[Record]:
@@ -61,6 +63,106 @@ def _looks_like_export(path: Path) -> bool:
     with path.open("r", encoding="utf-8", errors="replace") as handle:
         head = handle.read(4096)
     return re.match(r'\s*\{\s*"info"\s*:', head) is not None
+
+
+# --------------------------------------------------------------------------------- readers
+
+EXPORT = "opencode-export"
+STORAGE = "opencode-storage"
+SQLITE = "opencode-sqlite"
+CONCAT = "opencode-concat"
+SQLITE_MAGIC = b"SQLite format 3\x00"
+_TABLES = {"session", "message", "part"}
+# Markers of opencode storage objects in a pretty-printed (multi-line) JSON stream.
+_OBJECT_MARKERS = re.compile(r'"(sessionID|messageID|worktree)"\s*:|"id"\s*:\s*"(ses|msg|prt)_')
+
+
+class SqliteReader(TranscriptReader):
+    name = SQLITE
+    priority = 10
+    suffixes = (".db",)
+    read_first = True  # the database is newer than JSON storage left behind by the v1.2 migration
+
+    def recognises_head(self, path: Path, head: bytes) -> bool:
+        if not head.startswith(SQLITE_MAGIC):
+            return False
+        try:
+            return sqlite_tables(path) >= _TABLES
+        except sqlite3.Error:
+            return False
+
+    def read(self, path: Path, seen: SeenIds) -> Iterator[Record]:
+        return read_sqlite(path, seen)
+
+
+class ExportReader(TranscriptReader):
+    name = EXPORT
+    priority = 11
+
+    def recognises_head(self, path: Path, head: bytes) -> bool:
+        return re.match(r'\{\s*"info"\s*:', _text(head)) is not None
+
+    def read(self, path: Path, seen: SeenIds) -> Iterator[Record]:
+        return read_export(path, seen)
+
+
+class ConcatReader(TranscriptReader):
+    name = CONCAT
+    priority = 12
+
+    def recognises_head(self, path: Path, head: bytes) -> bool:
+        """Pretty-printed (multi-line) JSON whose first object is an id-keyed storage object or a diff list."""
+        text = _text(head)
+        starts_like_object = re.match(r'\{\n\s*"id"\s*:', text) is not None or re.match(r"\[\n", text) is not None
+        return starts_like_object and _OBJECT_MARKERS.search(text) is not None
+
+    def read(self, path: Path, seen: SeenIds) -> Iterator[Record]:
+        return read_concat(path, seen)
+
+
+class StorageReader(TranscriptReader):
+    name = STORAGE
+    priority = 13
+    suffixes = ()
+
+    def recognises_directory(self, path: Path) -> bool:
+        return bool(find_storage_roots(path))
+
+    def is_tree_root(self, path: Path) -> bool:
+        return is_storage_root(path)
+
+    def read(self, path: Path, seen: SeenIds) -> Iterator[Record]:
+        for root in find_storage_roots(path):
+            yield from read_storage(root, seen)
+
+
+READERS = [SqliteReader(), ExportReader(), ConcatReader(), StorageReader()]
+
+
+def _text(head: bytes) -> str:
+    return head.decode("utf-8", errors="replace").lstrip()
+
+
+def sqlite_tables(path: Path) -> set[str]:
+    """The tables of a SQLite file; raises sqlite3.Error when it cannot be read."""
+    connection = open_readonly(path)
+    try:
+        return {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    finally:
+        connection.close()
+
+
+def sqlite_problem(path: Path, head: bytes) -> str | None:
+    """Why a SQLite file is no opencode database logmine can read; None for other files."""
+    if not head.startswith(SQLITE_MAGIC):
+        return None
+    try:
+        tables = sqlite_tables(path)
+    except sqlite3.Error as exc:
+        return f"a SQLite database that cannot be read, truncated or corrupt? ({exc})"
+    if not tables >= _TABLES:
+        return "a SQLite database without opencode's session, message and part tables, not a log or transcript"
+    return None
 
 
 # ---------------------------------------------------------------------------------- export
