@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
+from functools import cache
 from pathlib import Path
 
 import duckdb
@@ -30,6 +31,7 @@ from .parsers.launch_config import (
     parse_unit_file,
 )
 from .parsers.log_lines import ColumnBatch, LineParser
+from .parsers.sglang import Classifier
 from .parsers.shell_commands import config_reads, file_write_from_tool, split_command
 from .parsers.transcripts.common import classify_ending
 from .parsers.transcripts.detect import read_transcripts
@@ -118,7 +120,7 @@ def ingest_transcript(con: duckdb.DuckDBPyConnection, path: Path, fmt: str | Non
     known_sessions = {r[0] for r in execute(con, "SELECT id FROM sessions WHERE source_id <> ?", [source_id])}
     saved = SavedRows(con, TABLES, source_id, from_line=None, keep=bool(previous))
     try:
-        store_records(path, report, known_sessions, TableWriter(con, redactor))
+        store_records(path, report, known_sessions, TableWriter(con, redactor), fmt)
     except duckdb.Error:
         raise  # the transaction itself is in doubt
     except BaseException:
@@ -134,26 +136,30 @@ def ingest_transcript(con: duckdb.DuckDBPyConnection, path: Path, fmt: str | Non
     return report
 
 
-def read_rows(path: Path, report: TranscriptReport, known_sessions: set[str]) -> dict[str, list[dict]]:
+def read_rows(path: Path, report: TranscriptReport, known_sessions: set[str],
+              fmt: str | None = None) -> dict[str, list[dict]]:
     """The rows of every table for one transcript file or directory, counted into `report`, in memory
     (embedded journal lines with every value as text, as they are stored); sessions in `known_sessions`
     (stored from another file) are skipped."""
     out = TableWriter()
-    store_records(path, report, known_sessions, out)
+    store_records(path, report, known_sessions, out, fmt)
     return out.kept
 
 
-def store_records(path: Path, report: TranscriptReport, known_sessions: set[str], out: TableWriter) -> None:
-    """Read every record of one transcript file or directory into `out`, enriching each tool call as it
-    comes (in the order the reader yields them, as `FileContents` follows a session's writes)."""
+def store_records(path: Path, report: TranscriptReport, known_sessions: set[str], out: TableWriter,
+                  fmt: str | None = None) -> None:
+    """Read every record of one transcript file (as format `fmt`, or as detected) or directory into `out`,
+    enriching each tool call as it comes (in the order the reader yields them, as `FileContents` follows
+    a session's writes)."""
     skipped_sessions: set[str] = set()
     files = FileContents()
     embedded = EmbeddedLines(out, report, str(path))
-    for record in read_transcripts(path):
+    for record in read_transcripts(path, fmt):
         interrupts.check()
         problem = type_problem(record)
         if problem:  # a value of another type than the agent writes, taken as it was by the reader
-            record = UnknownRecord(None, str(path), getattr(record, "source_line", None), type(record).__name__,
+            line = getattr(record, "source_line", getattr(record, "line", None))
+            record = UnknownRecord(None, str(path), line if isinstance(line, int) else None, type(record).__name__,
                                    json.dumps(asdict(record), default=str), problem)
         call = add_record(record, report.source_id, out, known_sessions, skipped_sessions, report)
         if call is None:
@@ -328,7 +334,7 @@ def embedded_journal_lines(envelope: str, outputs: list[tuple[list[str], dict, o
     starts = np.cumsum([0] + [len(output_lines) for output_lines, _, _ in outputs[:-1]])
     restarts = np.zeros(len(lines), dtype=bool)
     restarts[starts] = True
-    parser = LineParser(0, envelope, TimeContext(year=datetime.now().year), "1970-01-01")
+    parser = LineParser(0, envelope, TimeContext(year=datetime.now().year), "1970-01-01", _classifier())
     batch = ColumnBatch()
     parser.parse_block(1, pa.array(lines, pa.string()), np.zeros(len(lines), dtype=bool), batch, restarts)
     parser.finish(batch)
@@ -348,6 +354,12 @@ def embedded_journal_lines(envelope: str, outputs: list[tuple[list[str], dict, o
         columns[name] = parsed[name].combine_chunks().cast(pa.string())
     columns["seen_at"] = per_output([seen_at for _, _, seen_at in outputs])
     return pa.table({name: columns[name] for name in TABLES["embedded_lines"]})
+
+
+@cache
+def _classifier() -> Classifier:
+    """One classifier for every batch (it keeps no state between blocks; making one takes ~7 ms)."""
+    return Classifier()
 
 
 class TableWriter:

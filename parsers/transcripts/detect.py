@@ -56,12 +56,13 @@ def sqlite_problem(path: Path) -> str | None:
 # ----------------------------------------------------------------------------------- reading
 
 
-def read_transcripts(path: Path) -> Iterator[Record]:
-    """Every record in a transcript file, or in every transcript found under a directory."""
+def read_transcripts(path: Path, fmt: str | None = None) -> Iterator[Record]:
+    """Every record in a transcript file (read as format `fmt` when given, as detected otherwise), or in
+    every transcript found under a directory."""
     if path.is_dir():
         yield from _read_directory(path)
         return
-    found = recognise(path)
+    found = reader(fmt) if fmt else recognise(path)
     if found is not None:
         yield from found.read(path, SeenIds())
 

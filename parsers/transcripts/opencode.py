@@ -170,7 +170,7 @@ def sqlite_problem(path: Path, head: bytes) -> str | None:
 
 def read_export(path: Path, seen: SeenIds | None = None) -> Iterator[Record]:
     seen = seen or SeenIds()
-    with path.open("r", encoding="utf-8") as handle:
+    with path.open("r", encoding="utf-8", errors="replace") as handle:  # a bad byte is one character, not the file
         try:
             exported = json.load(handle)
         except json.JSONDecodeError as exc:
