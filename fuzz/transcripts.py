@@ -102,8 +102,10 @@ def write_input(data: bytes, fmt: str, folder: Path) -> Path:
         return root
     if fmt == opencode.SQLITE:  # data is the `data` column of a message and of its part
         path = folder / "opencode.db"
+        path.unlink(missing_ok=True)
         con = sqlite3.connect(path)
         con.executescript("""
+            PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;
             CREATE TABLE session (id TEXT, parent_id TEXT, project_id TEXT, slug TEXT, directory TEXT, title TEXT,
                                   version TEXT, time_created INTEGER, time_updated INTEGER);
             CREATE TABLE message (id TEXT, session_id TEXT, time_created INTEGER, data TEXT);
@@ -197,7 +199,7 @@ def _check_messages_kept(data: bytes, fmt: str, rows: dict[str, list[dict]]) -> 
         expected = 2
     else:
         try:
-            exported = json.loads(data)
+            exported = json.loads(data.decode("utf-8", errors="replace"))  # as the reader decodes it
         except ValueError:
             assert rows["transcript_problems"], "a malformed export is reported"
             return
@@ -206,7 +208,7 @@ def _check_messages_kept(data: bytes, fmt: str, rows: dict[str, list[dict]]) -> 
             assert rows["transcript_problems"], "an export that is no object is reported"
             return
         expected = len(entries) if isinstance(entries, list) else 0
-    unread = [r for r in rows["unknown_records"] if r["record_type"] == "message" and r.get("reason")]
+    unread = [r for r in rows["unknown_records"] if r["record_type"] in ("message", "Message") and r.get("reason")]
     assert len(rows["messages"]) + len(unread) >= expected, (len(rows["messages"]), len(unread), expected)
 
 

@@ -241,14 +241,14 @@ def _storage_messages(
         if isinstance(info, ParseProblem):
             problems.append(info)
             continue
-        if info.get("id") in seen.messages:
+        # opencode names the file by the message's id: its parts are found by it whatever `id` holds.
+        message_id = info["id"] if isinstance(info.get("id"), str) else message_file.stem
+        if message_id in seen.messages:
             continue
         if isinstance(info.get("parts"), list):  # <= v0.2.34: parts inline, AI-SDK v4 shape
             yield _upgrade_v1_message(info)
             continue
-        part_dir = (
-            root / "session" / "part" / session_id / info["id"] if legacy else root / "part" / info["id"]
-        )
+        part_dir = root / "session" / "part" / session_id / message_id if legacy else root / "part" / message_id
         parts = []
         for part_file in sorted(part_dir.glob("*.json")):
             part = _load_json_file(part_file)
@@ -322,6 +322,8 @@ def read_sqlite(path: Path, seen: SeenIds | None = None) -> Iterator[Record]:
     except sqlite3.Error as exc:
         raise TranscriptUnreadable(f"{path}: cannot open the opencode database ({exc})") from None
     connection.row_factory = sqlite3.Row
+    # A text that is no UTF-8 is read with its bad bytes replaced: one bad row must not cost the database.
+    connection.text_factory = lambda raw: raw.decode("utf-8", errors="replace")
     try:
         infos = [_session_row_to_info(row) for row in connection.execute("SELECT * FROM session ORDER BY id")]
         infos = [info for info in infos if info["id"] not in seen.sessions]
@@ -440,6 +442,10 @@ def read_concat(path: Path, seen: SeenIds | None = None) -> Iterator[Record]:
             yield unreadable(exc, _session_of(obj), path, line, kind, obj)
     for message in messages.values():  # a message whose session object is missing still counts
         infos.setdefault(message["sessionID"], {"id": message["sessionID"]})
+    for message_id in parts.keys() - messages.keys():  # a part whose message is missing is kept as it is
+        for part in parts[message_id]:
+            yield UnknownRecord(_session_of(part), str(path), None, "part", json.dumps(part),
+                                "its message is not in the file")
     children = _children_by_parent(infos.values())
     by_session: dict[str, list[MessageWithParts]] = defaultdict(list)
     for message_id, message in messages.items():
