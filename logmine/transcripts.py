@@ -410,12 +410,10 @@ def insert_text_table(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table
     columns = TABLES[table]
     if redactor:
         data = pa.table({name: redactor.cells(data[name].combine_chunks()) for name in columns})
+    # Not a registered view: inside the ingest's transaction DuckDB keeps a registered table (and every
+    # batch's text with it) until the commit, 1.5 times a 200 MB transcript's size.
     exprs = ", ".join(f'TRY_CAST("{name}" AS {kind}) AS "{name}"' for name, kind in columns.items())
-    con.register("_logmine_transcript_rows", data)
-    try:
-        execute(con, f'INSERT INTO "{table}" BY NAME SELECT {exprs} FROM _logmine_transcript_rows')
-    finally:
-        con.unregister("_logmine_transcript_rows")
+    con.from_arrow(data.select(list(columns))).project(exprs).insert_into(table)
 
 
 def _text(value: object) -> str | None:

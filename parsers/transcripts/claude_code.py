@@ -95,9 +95,10 @@ def read_file(path: Path) -> Iterator[Record]:
         if not isinstance(item, ParseProblem):
             with contextlib.suppress(Exception):  # the second pass keeps the line with its reason
                 ends.add_line(*item)
-    session = ends.session()
+    session, last_lines = ends.session(), ends.last_lines
+    del ends  # what the first pass kept of every message and call
     yield session
-    builder = _SessionBuilder(path, session.id, ends.last_lines)
+    builder = _SessionBuilder(path, session.id, last_lines)
     for item in iter_jsonl(path):
         if isinstance(item, ParseProblem):
             yield item
@@ -130,7 +131,7 @@ class _SessionBuilder:
         self.ends = ends
         self.last_lines: dict[tuple[str, str], int] = {}  # ("message" | "call", key) -> last line touching it
         self.message_keys: set[str] = set()  # every message key seen: a key's index is its rank
-        self.call_count = 0  # distinct tool call ids seen
+        self.call_ids: set[str] = set()  # every tool call id seen: a call without one is named by the count
         self.call_order: deque[str] = deque()  # ids of the calls not yet handed out, in the order first seen
         self.keep_content = ends is not None  # a first pass only learns where things end
         self.closing: dict[int, list[str]] = defaultdict(list)  # line -> message keys complete after it
@@ -202,7 +203,8 @@ class _SessionBuilder:
         return pending
 
     def _touch(self, kind: str, key: str, line_no: int) -> None:
-        self.last_lines[(kind, key)] = line_no
+        if not self.keep_content:  # the first pass
+            self.last_lines[(kind, key)] = line_no
 
     def _add_assistant_line(self, line_no: int, line: dict[str, Any]) -> None:
         body = line.get("message") or {}
@@ -237,9 +239,9 @@ class _SessionBuilder:
                 self._finish_tool_call(block, line, line_no)
 
     def _start_tool_call(self, block: dict[str, Any], message: Message, line: dict[str, Any], line_no: int) -> None:
-        call_id = block.get("id") or f"{message.id}:{self.call_count}"
-        if ("call", call_id) not in self.last_lines:
-            self.call_count += 1
+        call_id = block.get("id") or f"{message.id}:{len(self.call_ids)}"
+        if call_id not in self.call_ids:
+            self.call_ids.add(call_id)
             self.call_order.append(call_id)
         self._touch("call", call_id, line_no)
         self.tool_calls[call_id] = ToolCall(
