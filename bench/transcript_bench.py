@@ -14,9 +14,11 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 import tempfile
 from pathlib import Path
 
+import duckdb
 import ingest_bench  # beside this script, which Python puts first on sys.path
 import synth_journal as sj
 
@@ -73,16 +75,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "logmine-bench")
     args = ap.parse_args(argv)
     args.workdir.mkdir(parents=True, exist_ok=True)
-    results = []
+    results, embedded = [], []
     for megabytes in args.mb:
         session = args.workdir / f"claude-session-{megabytes}mb.jsonl"
         if not session.exists():
             write_session(session, megabytes)
         with tempfile.TemporaryDirectory() as tmp:
-            argv_ = ["logmine", "ingest", str(session), "--db", str(Path(tmp) / "t.duckdb"), "--json"]
+            db = Path(tmp) / "t.duckdb"
+            # This interpreter's logmine: a `logmine` on PATH may be another checkout's.
+            argv_ = [sys.executable, "-m", "logmine", "ingest", str(session), "--db", str(db), "--json"]
             lines = sum(1 for _ in session.open())
             results.append(ingest_bench.measure("logmine ingest (transcript)", argv_, lines, session.stat().st_size))
+            with duckdb.connect(str(db), read_only=True) as con:
+                embedded.append(con.execute("SELECT count(*) FROM embedded_lines").fetchone()[0])
     ingest_bench.print_table(results)
+    print("\nlines are JSONL records; the journal lines in their tool outputs are parsed too:")
+    for m, count in zip(results, embedded, strict=True):
+        print(f"{m.megabytes:>7.1f} MB: {count:>11,} embedded journal lines stored, {count / m.seconds:>9,.0f}/s")
     return 0
 
 

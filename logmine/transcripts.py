@@ -37,6 +37,7 @@ from .parsers.transcripts.common import classify_ending
 from .parsers.transcripts.detect import read_transcripts
 from .parsers.transcripts.model import Message, ParseProblem, Part, Session, ToolCall, UnknownRecord, type_problem
 from .parsers.transcripts.record_kinds import session_event
+from .process_tuning import release_free_memory
 from .redact import Redactor
 from .store import SavedRows, create_table, execute, next_source_id, upsert_source
 
@@ -312,6 +313,7 @@ class EmbeddedLines:
 
     def flush(self) -> None:
         pending, self.pending, self.lines = self.pending, {}, 0
+        release_free_memory()  # what the batch before this one held
         for envelope, outputs in pending.items():
             try:
                 self.out.add_text_table("embedded_lines", embedded_journal_lines(envelope, outputs))
