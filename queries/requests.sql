@@ -6,7 +6,7 @@ WITH user_messages AS (
     SELECT session_id, idx, id, created_at, text,
            lead(idx) OVER (PARTITION BY session_id ORDER BY idx) AS next_idx
     FROM messages
-    WHERE role = 'user' AND ($session IS NULL OR session_id = $session)
+    WHERE role = 'user' AND chosen(session_id, $session)
 )
 SELECT
     u.session_id,

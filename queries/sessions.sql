@@ -49,5 +49,5 @@ LEFT JOIN calls AS c ON c.session_id = s.id
 LEFT JOIN unit_writes AS u ON u.session_id = s.id
 LEFT JOIN embedded AS e ON e.session_id = s.id
 LEFT JOIN session_clock AS k ON k.session_id = s.id
-WHERE $session IS NULL OR s.id = $session
+WHERE chosen(s.id, $session)
 ORDER BY started_at_utc NULLS LAST, s.id;
