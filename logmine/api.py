@@ -76,7 +76,7 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
     only (and so are its write-ahead log and temporary files).
     """
     from . import interrupts
-    from .inputs import classify_inputs
+    from .sources import classify_inputs
 
     utc_offset = parse_offset(tz) if tz else None
     log_paths, transcript_paths, skipped = classify_inputs(paths)
