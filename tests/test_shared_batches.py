@@ -18,13 +18,14 @@ from logmine.parsers.envelopes import TimeContext
 from logmine import api
 from logmine import ingest as ingest_module
 from logmine.ingest import WORKER_MIN_BYTES, ParsePlan, parse_batches, typed_batch
+from logmine.scripts import load_script
 from logmine.sources import describe
 from logmine.worker.parse import parse_in_worker
 from logmine.worker.slots import SharedSlots
 
-from .conftest import REPO, load_script
+from .conftest import REPO
 
-synth = load_script("synth_journal", REPO / "bench" / "synth_journal.py")
+synth = load_script(REPO / "bench" / "synth_journal.py")
 
 JOURNAL_LINE = ("Mar 01 08:19:{s:02d} gpu-node-7 python3[266172]: [2026-03-01 08:19:{s:02d} TP0] Decode batch, "
                 "#running-req: 1, #token: {n}, token usage: 0.00, cuda graph: True, gen throughput (token/s): "
