@@ -10,18 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .sglang_formats import RANK_COLUMNS
+
 COMMON_COLUMNS: dict[str, str] = {
     "source_id": "INTEGER",
     "line_no": "BIGINT",
     "kind": "VARCHAR",
     "ts": "TIMESTAMP",
     "pid": "INTEGER",
-    "dp": "SMALLINT",
-    "pp": "SMALLINT",
-    "attn_cp": "SMALLINT",
-    "moe_dp": "SMALLINT",
-    "tp": "SMALLINT",
-    "ep": "SMALLINT",
+    **dict.fromkeys(RANK_COLUMNS, "SMALLINT"),
 }
 
 

@@ -97,3 +97,15 @@ def bounded_int(digits: str | None, limit: int) -> int | None:
         return None
     number = int(digits)
     return number if number < limit else None
+
+
+STRING_MAP = pa.map_(pa.string(), pa.string())  # an `extra` column: the keys without a column of their own
+
+
+def records_table(records: list[dict[str, object]]) -> pa.Table:
+    """Event rows built one by one (the rare rows the vectorised paths leave to Python) as a table:
+    `_row` the row in the block, `extra` a map, every other field text."""
+    names = dict.fromkeys(k for r in records for k in r)
+    schema = pa.schema([pa.field(k, pa.int64() if k == "_row" else STRING_MAP if k == "extra" else pa.string())
+                        for k in names])
+    return pa.Table.from_pylist(records, schema=schema)

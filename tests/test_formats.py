@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from logmine.parsers import sglang_formats as formats
-from logmine.parsers.sglang import Classifier
+from logmine.parsers.sglang_classifier import Classifier
 from logmine.parsers.vector_columns import bounded_int, bounded_ints, flags
 
 from logmine import api
