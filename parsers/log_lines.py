@@ -21,7 +21,7 @@ from .events import COMMON_COLUMNS, TABLES_BY_NAME
 from .launch_config import parse_server_args_repr
 from .progress_bars import bar_description, split_carriage_returns
 from .sglang_classifier import Classifier
-from .sglang_formats import ALL_PATTERNS, IN_TRACEBACK_KINDS, JOURNAL_BLOB, JOURNAL_MARKER, RANK_COLUMNS, RAW_KINDS
+from .sglang_formats import IN_TRACEBACK_KINDS, JOURNAL_BLOB, JOURNAL_MARKER, RANK_COLUMNS, RAW_KINDS
 from .sglang_prefix import Prefixes, parse_prefixes
 from .tracebacks import OpenError, TracebackAssembler, could_start_error, error_fields
 from .vector_columns import flags, has_byte, patch, records_table
@@ -64,9 +64,6 @@ class ColumnBatch:
 
     def __len__(self) -> int:
         return sum(t.num_rows for t in self.pieces["lines"])
-
-
-KIND_TABLES: dict[str, str] = {p.kind: p.table for p in ALL_PATTERNS}
 
 
 @dataclass
@@ -246,7 +243,7 @@ class LineParser:
                 kind = "python_warning_source"
             block.kinds[i] = kind
             return []
-        if KIND_TABLES.get(kind) == SYSTEMD_TABLE:
+        if self.classifier.tables.get(kind) == SYSTEMD_TABLE:
             return [self._error_row(err) for err in self.tracebacks.close_all()]
         return []
 

@@ -95,10 +95,13 @@ class Classifier:
     reports both as "").
     """
 
-    def __init__(self, patterns: Iterable[formats.Pattern] = formats.ALL_PATTERNS,
+    def __init__(self, patterns: Iterable[formats.Pattern] | None = None,
                  notice_heads: Iterable[tuple[str, str]] = formats.NOTICE_HEADS,
                  catalogue: Catalogue | None = None) -> None:
+        """`patterns`: the format table as it is when the classifier is made (`formats.ALL_PATTERNS`)."""
+        patterns = tuple(formats.ALL_PATTERNS if patterns is None else patterns)
         self.catalogue = shipped_catalogue() if catalogue is None else catalogue
+        self.tables: dict[str, str] = {p.kind: p.table for p in patterns}  # kind -> its event table
         self.by_head: dict[str, list[CompiledPattern]] = {}
         self.fallback: list[CompiledPattern] = []
         # Access lines are the most frequent line without a literal head: try them first.
