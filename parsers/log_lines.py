@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .envelopes import Envelopes, TimeContext, read_envelopes
-from .events import COMMON_COLUMNS, TABLES_BY_NAME
+from .events import COMMON_COLUMNS, FLAG, INT16, INT32, INT64, TABLES_BY_NAME, TEXT, TIME
 from .launch_config import parse_server_args_repr
 from .progress_bars import bar_description, split_carriage_returns
 from .sglang_classifier import Classifier
@@ -26,20 +26,16 @@ from .sglang_prefix import Prefixes, parse_prefixes
 from .tracebacks import OpenError, TracebackAssembler, could_start_error, error_fields
 from .vector_columns import flags, has_byte, patch, records_table
 
-LINE_COLUMNS: dict[str, str] = {
-    "source_id": "INTEGER", "line_no": "BIGINT", "ts": "TIMESTAMP", "log_ts": "TIMESTAMP",
-    "host": "VARCHAR", "ident": "VARCHAR", "pid": "INTEGER", "unit": "VARCHAR",
-    **dict.fromkeys(RANK_COLUMNS, "SMALLINT"), "level": "VARCHAR", "logger": "VARCHAR", "prefixed": "BOOLEAN",
-    "kind": "VARCHAR",
-    # zstd: the text of every line is most of the file; DuckDB's default string compression (dictionary
-    # + FSST) took half as long again to write it, into a file twice as large (bench/profile_notes.md).
-    "group_line_no": "BIGINT", "message": "VARCHAR USING COMPRESSION zstd", "bad_utf8": "BOOLEAN",
+LINE_COLUMNS: dict[str, pa.DataType] = {
+    "source_id": INT32, "line_no": INT64, "ts": TIME, "log_ts": TIME, "host": TEXT, "ident": TEXT, "pid": INT32,
+    "unit": TEXT, **dict.fromkeys(RANK_COLUMNS, INT16), "level": TEXT, "logger": TEXT, "prefixed": FLAG,
+    "kind": TEXT, "group_line_no": INT64, "message": TEXT, "bad_utf8": FLAG,
 }
 SYSTEMD_TABLE = "systemd"
 
 
-def table_columns(table: str) -> dict[str, str]:
-    """Column names and DuckDB types of `lines` or of an event table."""
+def table_columns(table: str) -> dict[str, pa.DataType]:
+    """Column names and logical types of `lines` or of an event table."""
     if table == "lines":
         return LINE_COLUMNS
     return {**COMMON_COLUMNS, **TABLES_BY_NAME[table].columns}

@@ -214,7 +214,7 @@ def test_a_new_message_kind_is_one_pattern_entry_and_one_schema_entry(tmp_path: 
                           "a later release", "Warmup finished in 12.5 s.")
     monkeypatch.setattr(formats, "ALL_PATTERNS", (*formats.ALL_PATTERNS, new))
     assert fields_without_a_column() == [("warmup_finished", "server_events", "warmup_s")]
-    monkeypatch.setitem(TABLES_BY_NAME["server_events"].columns, "warmup_s", "DOUBLE")
+    monkeypatch.setitem(TABLES_BY_NAME["server_events"].columns, "warmup_s", pa.float64())
     assert fields_without_a_column() == []
 
     con = ingest_lines(tmp_path, [f"[2026-03-01 10:00:00 DP1 TP2] {new.example}"])
