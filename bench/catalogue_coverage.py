@@ -30,8 +30,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))  # catalogue_build's version helpers
 
 from catalogue_build import ANY, topic_of, version_key  # noqa: E402
-from logmine.parsers.sglang import Classifier  # noqa: E402
 from logmine.parsers.sglang_catalogue import Catalogue, read_templates  # noqa: E402
+from logmine.parsers.sglang_classifier import Classifier  # noqa: E402
 
 SAMPLE_VALUE = "7"
 UNNAMED = REPO / "bench" / "sglang_unnamed_calls.tsv"

@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from . import templates
 from .parsers.events import EVENT_TABLES
+from .parsers.sglang_formats import CRASH_KINDS, MARKER_KINDS, PROCESS_END_KINDS, RANK_COLUMNS
 from .store import append, create_table, execute, typed_table
 
 EVENT_TABLE_NAMES = [t.name for t in EVENT_TABLES]
@@ -51,21 +52,6 @@ RANGE_JOIN = """JOIN (SELECT unnest($firsts) AS first_line_no, unnest($lasts) AS
 ASOF_JOIN = """ASOF JOIN (SELECT unnest($firsts) AS first_line_no,
                                  generate_subscripts($firsts, 1) - 1 AS run_index) AS s
                     ON l.line_no >= s.first_line_no"""
-
-# Line kinds the segmentation and the end-of-run reasoning look at.
-MARKER_KINDS = (
-    "systemd_starting", "systemd_started", "systemd_stopping", "systemd_stopped", "systemd_deactivated",
-    "systemd_main_exited", "systemd_failed_result", "systemd_restart_scheduled", "systemd_start_limit",
-    "systemd_failed_start", "systemd_oom_kill", "server_args", "uvicorn_started", "server_ready",
-    "sigterm", "sigquit", "rank_dead", "error", "subprocess_crashed", "watchdog_timeout", "uvicorn_finished",
-    "graceful_exit", "exit_code", "kill_process_tree",
-)
-# The server process has ended: a later uvicorn start belongs to a new launch, not to a worker of this one.
-PROCESS_END_KINDS = {"uvicorn_finished", "graceful_exit", "exit_code", "sigquit", "subprocess_crashed",
-                     "kill_process_tree", "systemd_main_exited"}
-CRASH_KINDS = {"error", "sigquit", "rank_dead", "subprocess_crashed", "watchdog_timeout", "systemd_oom_kill",
-               "systemd_restart_scheduled", "systemd_start_limit", "systemd_failed_start"}
-
 
 @dataclass
 class Marker:
@@ -151,9 +137,6 @@ def _values(values: Iterable[object]) -> pa.Array:
         return pa.array([None if v is None else str(v) for v in values], pa.string())
 
 
-RANK_KEY = ("dp", "pp", "attn_cp", "moe_dp", "tp", "ep")
-
-
 def create_run_views(con: duckdb.DuckDBPyConnection) -> None:
     """`<table>_by_run` views: each event with its run ordinal, rank label and model role.
 
@@ -161,13 +144,14 @@ def create_run_views(con: duckdb.DuckDBPyConnection) -> None:
     draft model after the target), else `target`. A KV pool is the draft's only once the target's
     pool is complete: some drafts (DFLASH) load their weights before the target's pools are sized.
     """
-    same_rank = " AND ".join(f"e.{c} IS NOT DISTINCT FROM d.{c}" for c in RANK_KEY)
-    label = "concat_ws(' ', " + ", ".join(f"'{c.upper()}' || e.{c}" for c in RANK_KEY) + ")"
-    rank0 = " AND ".join(f"coalesce(e.{c}, 0) = 0" for c in RANK_KEY)
+    same_rank = " AND ".join(f"e.{c} IS NOT DISTINCT FROM d.{c}" for c in RANK_COLUMNS)
+    label = "concat_ws(' ', " + ", ".join(f"'{c.upper()}' || e.{c}" for c in RANK_COLUMNS) + ")"
+    rank0 = " AND ".join(f"coalesce(e.{c}, 0) = 0" for c in RANK_COLUMNS)
     execute(con, f"""CREATE OR REPLACE VIEW draft_starts AS
-        SELECT source_id, run, {', '.join(RANK_KEY)}, line_no AS draft_from_line FROM (
+        SELECT source_id, run, {', '.join(RANK_COLUMNS)}, line_no AS draft_from_line FROM (
             SELECT r.source_id, r.ordinal AS run, e.*, row_number() OVER (
-                PARTITION BY e.source_id, r.ordinal, {', '.join('e.' + c for c in RANK_KEY)} ORDER BY e.line_no) AS n
+                PARTITION BY e.source_id, r.ordinal, {', '.join('e.' + c for c in RANK_COLUMNS)}
+                ORDER BY e.line_no) AS n
             FROM weight_loads AS e JOIN runs AS r ON e.source_id = r.source_id
              AND e.line_no BETWEEN r.first_line_no AND r.last_line_no
             WHERE e.kind = 'load_weight_begin')
@@ -186,7 +170,7 @@ def create_run_views(con: duckdb.DuckDBPyConnection) -> None:
             FROM ({placed.format(table=table)})""")
     # The target's pool is complete at its first KV allocation outside a sliding-window group (which
     # logs two allocations, then `SWAKVPool mem usage`).
-    rank = ", ".join(["source_id", "run", *RANK_KEY])
+    rank = ", ".join(["source_id", "run", *RANK_COLUMNS])
     execute(con, f"""CREATE OR REPLACE VIEW kv_cache_by_run AS
         WITH placed AS (
             SELECT *,
