@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from logmine.parsers.sglang import Classifier
 from logmine.parsers.sglang_catalogue import Catalogue, read_templates
+from logmine.parsers.sglang_classifier import Classifier
 
 from logmine.scripts import load_script
 

@@ -1,10 +1,10 @@
 """Log ingest: read inputs, parse them in batches, append the rows to the tables.
 
-Data flow: sources (bytes → lines) → parsers.envelopes (envelope → message) → parsers.sglang
-(message → kind + fields) → ColumnBatch → typed Arrow tables → store (DuckDB). Large inputs are parsed
-in a worker process (`logmine.worker`), whose batches come back through shared memory while the main
-process stores the previous ones. Re-ingesting a file adds nothing; a file that grew is read from where
-the last ingest stopped.
+Data flow: sources (bytes → lines) → parsers.envelopes (envelope → message) → parsers.sglang_prefix
+(prefix → body) → parsers.sglang_classifier (body → kind + fields) → ColumnBatch → typed Arrow tables →
+store (DuckDB). Large inputs are parsed in a worker process (`logmine.worker`), whose batches come back
+through shared memory while the main process stores the previous ones. Re-ingesting a file adds
+nothing; a file that grew is read from where the last ingest stopped.
 
 The caller runs `ingest_logs` inside one transaction, so an interrupted ingest leaves the tables as they
 were. Memory stays flat all the same: DuckDB writes an open transaction's large appends to the database
@@ -28,10 +28,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import interrupts
+from .parsers.batch_stats import expand_stats
 from .parsers.envelopes import FORMATS, TimeContext, detect_format, infer_context
 from .parsers.events import COMMON_COLUMNS, EVENT_TABLES
 from .parsers.log_lines import LINE_COLUMNS, ColumnBatch, LineParser, table_columns
-from .parsers.sglang import expand_stats
 from .parsers.transcripts.model import TranscriptUnreadable
 from .redact import Redactor
 from .sources import (

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import duckdb
 import pyarrow as pa
 
+from .parsers.sglang_formats import CRASH_KINDS, MARKER_KINDS, PROCESS_END_KINDS
 from .store import append, create_table, execute, typed_table
 
 RUNS_COLUMNS = {
@@ -48,21 +49,6 @@ RANGE_JOIN = """JOIN (SELECT unnest($firsts) AS first_line_no, unnest($lasts) AS
 ASOF_JOIN = """ASOF JOIN (SELECT unnest($firsts) AS first_line_no,
                                  generate_subscripts($firsts, 1) - 1 AS run_index) AS s
                     ON l.line_no >= s.first_line_no"""
-
-# Line kinds the segmentation and the end-of-run reasoning look at.
-MARKER_KINDS = (
-    "systemd_starting", "systemd_started", "systemd_stopping", "systemd_stopped", "systemd_deactivated",
-    "systemd_main_exited", "systemd_failed_result", "systemd_restart_scheduled", "systemd_start_limit",
-    "systemd_failed_start", "systemd_oom_kill", "server_args", "uvicorn_started", "server_ready",
-    "sigterm", "sigquit", "rank_dead", "error", "subprocess_crashed", "watchdog_timeout", "uvicorn_finished",
-    "graceful_exit", "exit_code", "kill_process_tree",
-)
-# The server process has ended: a later uvicorn start belongs to a new launch, not to a worker of this one.
-PROCESS_END_KINDS = {"uvicorn_finished", "graceful_exit", "exit_code", "sigquit", "subprocess_crashed",
-                     "kill_process_tree", "systemd_main_exited"}
-CRASH_KINDS = {"error", "sigquit", "rank_dead", "subprocess_crashed", "watchdog_timeout", "systemd_oom_kill",
-               "systemd_restart_scheduled", "systemd_start_limit", "systemd_failed_start"}
-
 
 @dataclass
 class Marker:

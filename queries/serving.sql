@@ -35,7 +35,8 @@ decode AS (
 ),
 http AS (
     SELECT source_id, run, sum(n)::BIGINT AS http_requests, coalesce(sum(n) FILTER (status >= 400), 0)::BIGINT AS http_errors,
-           json_group_object(method || ' ' || route || ' ' || status, n) AS requests_by_path_status
+           to_json(map(list(method || ' ' || route || ' ' || status ORDER BY method, route, status),
+                               list(n ORDER BY method, route, status))) AS requests_by_path_status
     FROM (SELECT e.source_id, r.ordinal AS run, method, split_part(path, '?', 1) AS route, status,
                  count(*) AS n
           FROM http_requests AS e

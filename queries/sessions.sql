@@ -6,7 +6,7 @@
 -- Columns: id, format, messages, n_tool_calls
 -- Parameters: $session (session id, NULL for all).
 WITH calls AS (
-    SELECT session_id, json_group_object(tool, n) AS tool_calls, sum(n)::BIGINT AS n_tool_calls
+    SELECT session_id, to_json(map(list(tool ORDER BY tool), list(n ORDER BY tool))) AS tool_calls, sum(n)::BIGINT AS n_tool_calls
     FROM (SELECT session_id, tool, count(*) AS n FROM tool_calls GROUP BY ALL)
     GROUP BY session_id
 ),

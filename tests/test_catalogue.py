@@ -9,9 +9,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from logmine.parsers.sglang import Classifier, parse_prefix, split_carriage_returns
+from logmine.parsers.progress_bars import split_carriage_returns
 from logmine.parsers.sglang_catalogue import Catalogue, read_templates
+from logmine.parsers.sglang_classifier import Classifier
 from logmine.parsers.sglang_formats import NOTICE_HEADS
+from logmine.parsers.sglang_prefix import parse_prefix
 from logmine.parsers.vector_columns import flags
 
 from logmine.scripts import load_script

@@ -266,3 +266,20 @@ def test_derived_views_ship_as_documents_but_are_no_named_queries() -> None:
              if f.name.endswith(".sql")}
     assert {"by_run", "chosen"} <= views
     assert not views & set(named_queries.names())
+
+
+def test_the_by_run_views_know_every_rank_tag_of_the_formats() -> None:
+    """queries/views/by_run.sql names the rank columns in SQL; a rank tag added to the formats must be
+    added there too, or this fails."""
+    from importlib import resources
+
+    from logmine.parsers.sglang_formats import RANK_COLUMNS
+
+    text = resources.files("logmine.queries").joinpath("views", "by_run.sql").read_text()
+    assert f"SELECT source_id, run, {', '.join(RANK_COLUMNS)}, line_no AS draft_from_line" in text
+    assert text.count(f"PARTITION BY source_id, run, {', '.join(RANK_COLUMNS)}") == 2
+    assert f"PARTITION BY e.source_id, r.ordinal, {', '.join('e.' + c for c in RANK_COLUMNS)}" in text
+    for column in RANK_COLUMNS:
+        for wanted in (f"'{column.upper()}' || e.{column}", f"coalesce(e.{column}, 0) = 0",
+                       f"e.{column} IS NOT DISTINCT FROM d.{column}"):
+            assert wanted in text, wanted
