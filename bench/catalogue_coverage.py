@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,13 +24,14 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from logmine.parsers.sglang_catalogue import Catalogue, read_templates
+from logmine.parsers.sglang_classifier import Classifier
+
+from logmine.scripts import load_script
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "bench"))  # catalogue_build's version helpers
-
-from catalogue_build import ANY, topic_of, version_key  # noqa: E402
-from logmine.parsers.sglang import Classifier  # noqa: E402
-from logmine.parsers.sglang_catalogue import Catalogue, read_templates  # noqa: E402
+catalogue_build = load_script(REPO / "bench" / "catalogue_build.py")  # its version helpers
+ANY, topic_of, version_key = catalogue_build.ANY, catalogue_build.topic_of, catalogue_build.version_key
 
 SAMPLE_VALUE = "7"
 UNNAMED = REPO / "bench" / "sglang_unnamed_calls.tsv"

@@ -7,8 +7,9 @@ into fresh databases and prints, per database, the row count and an order-indepe
 table and every named query's result. Run it before and after a change that must not alter results
 (a restructure, a faster ingest) and compare the two outputs: `diff before.json after.json`.
 
-Columns that name the machine or the moment of the ingest (database paths, ingest times) are left out
-of the hashes, so two checkouts in different folders compare equal.
+Columns that name the moment of the ingest are left out of the hashes, and the checkout's and the shared
+folder's paths inside any text are replaced by `<repo>` and `<shared>`, so two checkouts in different
+folders compare equal.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from logmine.render import Rows
 
 ROOT = Path(__file__).resolve().parents[1]
 # Columns whose values depend on where and when the ingest ran, not on what it read.
-VOLATILE_COLUMNS = {"path", "ingested_at", "mtime", "db_path", "created_at", "updated_at"}
+VOLATILE_COLUMNS = {"ingested_at", "mtime", "db_path", "created_at", "updated_at"}
 
 
 def input_sets(shared: Path) -> dict[str, list[Path]]:
@@ -39,15 +40,22 @@ def input_sets(shared: Path) -> dict[str, list[Path]]:
     return sets
 
 
-def relation_hash(rows: Rows) -> dict:
-    """Row count and a hash of the sorted rows, volatile columns left out."""
+def relation_hash(rows: Rows, places: dict[str, str]) -> dict:
+    """Row count and a hash of the sorted rows, volatile columns left out and `places` (a path -> its
+    placeholder) replaced in every row's text."""
     keep = [i for i, name in enumerate(rows.columns) if name not in VOLATILE_COLUMNS]
-    rows = sorted(repr(tuple(row[i] for i in keep)) for row in rows.rows)
+    texts = []
+    for row in rows.rows:
+        text = repr(tuple(row[i] for i in keep))
+        for path, placeholder in places.items():
+            text = text.replace(path, placeholder)
+        texts.append(text)
+    rows = sorted(texts)
     digest = hashlib.sha256("\n".join(rows).encode()).hexdigest()[:16]
     return {"rows": len(rows), "hash": digest}
 
 
-def fingerprint(paths: list[Path]) -> dict:
+def fingerprint(paths: list[Path], places: dict[str, str]) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "hashes.duckdb"
         api.ingest([str(p) for p in paths], db=db)
@@ -56,8 +64,8 @@ def fingerprint(paths: list[Path]) -> dict:
             "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' "
             "ORDER BY table_name").fetchall()]
         result = {
-            "tables": {t: relation_hash(named_queries.fetch(con, f'SELECT * FROM "{t}"')) for t in tables},
-            "queries": {q: relation_hash(named_queries.fetch(con, named_queries.text(q)))
+            "tables": {t: relation_hash(named_queries.fetch(con, f'SELECT * FROM "{t}"'), places) for t in tables},
+            "queries": {q: relation_hash(named_queries.fetch(con, named_queries.text(q)), places)
                         for q in named_queries.names()},
         }
         con.close()
@@ -69,7 +77,9 @@ def main() -> None:
     parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
     parser.add_argument("--out", type=Path, help="write the JSON here as well as to stdout")
     args = parser.parse_args()
-    result = {name: fingerprint(paths) for name, paths in input_sets(args.shared).items()}
+    shared = args.shared.resolve()
+    places = {str(shared): "<shared>", str(ROOT): "<repo>"}
+    result = {name: fingerprint(paths, places) for name, paths in input_sets(shared).items()}
     text = json.dumps(result, indent=1, sort_keys=True)
     if args.out:
         args.out.write_text(text + "\n")

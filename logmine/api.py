@@ -76,7 +76,7 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
     only (and so are its write-ahead log and temporary files).
     """
     from . import interrupts
-    from .inputs import classify_inputs
+    from .sources import classify_inputs
 
     utc_offset = parse_offset(tz) if tz else None
     log_paths, transcript_paths, skipped = classify_inputs(paths)
@@ -290,10 +290,10 @@ def runs(con: duckdb.DuckDBPyConnection, source: str | None = None) -> pd.DataFr
 
 def diff(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str) -> pd.DataFrame:
     """Every server arg that differs between two runs, named `ORDINAL` or `SOURCE:ORDINAL`."""
-    from . import derive
+    from . import runs
 
     configs = [run_config(con, ref) for ref in (run_a, run_b)]
-    changes = derive.config_changes(configs[0], configs[1])
+    changes = runs.config_changes(configs[0], configs[1])
     rows = [{"key": k, run_a: a, run_b: b} for k, (a, b) in changes.items()]
     import pandas as pd
 

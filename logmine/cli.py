@@ -72,8 +72,8 @@ def main() -> None:
 def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None, as_json: bool,
            redact: bool) -> None:
     """Ingest SGLang logs/journals and agent transcripts (files, directories, or - for stdin)."""
-    from .process_tuning import tune_for_ingest
     from .sources import InputError
+    from .worker.processes import tune_for_ingest
 
     tune_for_ingest()
     with api.progress_bar(enabled=not as_json) as progress:

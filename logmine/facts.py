@@ -7,42 +7,12 @@ kind it is, its raw text, and for a quantity its value as written and normalised
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from spacy.tokens import Span
+from .quantities import APPROXIMATE_MARKS, Quantity, number, units
 
-from .nlp import units
-
-APPROXIMATE_MARKS = ("~", "≈")
-MAGNITUDES = {"k": 1e3, "K": 1e3, "M": 1e6}
-
-
-@dataclass(frozen=True)
-class Quantity:
-    """A number with a unit as written, and normalised to its dimension's base unit."""
-
-    written: float
-    written_unit: str       # canonical: GB, GiB, tokens, s, min ...
-    dimension: str          # bytes, seconds, tokens, ...
-    value: float            # in the dimension's base unit
-    factor: float           # base units per written unit
-    step: float             # a unit of the last digit as written ("41.7" -> 0.1, "25k" -> 1000)
-    approximate: bool       # "~41.7", "about 40"
-    high: float | None = None  # the upper end of a range ("15-25k tokens"), in the written unit
-
-
-def number(text: str) -> tuple[float, float] | None:
-    """The value and a unit of its last digit: '~58,417' -> (58417.0, 1.0); '25k' -> (25000.0, 1000.0)."""
-    text = text.lstrip("~≈+±").replace(",", "")
-    scale = MAGNITUDES.get(text[-1:], 1.0)
-    if scale != 1.0:
-        text = text[:-1]
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    decimals = len(text.split(".")[1]) if "." in text and "e" not in text.lower() else 0
-    return value * scale, 10.0 ** -decimals * scale
+if TYPE_CHECKING:
+    from spacy.tokens import Span
 
 
 def quantity(span: Span) -> Quantity | None:

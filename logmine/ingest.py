@@ -1,10 +1,10 @@
 """Log ingest: read inputs, parse them in batches, append the rows to the tables.
 
-Data flow: sources (bytes → lines) → parsers.envelopes (envelope → message) → parsers.sglang
-(message → kind + fields) → ColumnBatch → typed Arrow tables → store (DuckDB). Large inputs are parsed
-in a worker process, whose batches come back through shared memory (`shared_batches`) while the main
-process stores the previous ones. Re-ingesting a file adds nothing; a file that grew is read from where
-the last ingest stopped.
+Data flow: sources (bytes → lines) → parsers.envelopes (envelope → message) → parsers.sglang_prefix
+(prefix → body) → parsers.sglang_classifier (body → kind + fields) → ColumnBatch → typed Arrow tables →
+store (DuckDB). Large inputs are parsed in a worker process (`logmine.worker`), whose batches come back
+through shared memory while the main process stores the previous ones. Re-ingesting a file adds
+nothing; a file that grew is read from where the last ingest stopped.
 
 The caller runs `ingest_logs` inside one transaction, so an interrupted ingest leaves the tables as they
 were. Memory stays flat all the same: DuckDB writes an open transaction's large appends to the database
@@ -14,10 +14,9 @@ file as they come (`enable_optimistic_write`) rather than holding them until the
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import itertools
-import multiprocessing
-import queue as queue_errors
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -29,14 +28,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import interrupts
+from .parsers.batch_stats import expand_stats
 from .parsers.envelopes import FORMATS, TimeContext, detect_format, infer_context
 from .parsers.events import COMMON_COLUMNS, EVENT_TABLES
 from .parsers.log_lines import LINE_COLUMNS, ColumnBatch, LineParser, table_columns
-from .parsers.sglang import expand_stats
 from .parsers.transcripts.model import TranscriptUnreadable
-from .process_tuning import tune_for_ingest
 from .redact import Redactor
-from .shared_batches import SharedSlots
 from .sources import (
     BLOCK_BYTES,
     SNIFF_BYTES,
@@ -63,13 +60,12 @@ from .store import (
     typed_table,
     upsert_source,
 )
-from .worker_process import worker_context
+from .worker.parse import parse_in_worker
 
 BATCH_LINES = 50_000
 SMALL_APPEND_ROWS = 1000
 # Inputs this large are parsed in a worker process; smaller ones are not worth starting it.
 WORKER_MIN_BYTES = 32 << 20
-WORKER_QUEUE = 2
 TAIL_BYTES = 4096
 DETECT_LINES = 200  # the format is told from the first lines of an input
 LOG_TABLES = ["lines"] + [t.name for t in EVENT_TABLES]
@@ -194,7 +190,7 @@ def _read_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, 
         plan.last_ts, plan.last_kind = found[0] if found else (None, None)
     if inp.path != "-" and (inp.size or 0) >= WORKER_MIN_BYTES:
         stream.close()  # the worker process reopens the file
-        batches = parse_in_worker(plan)
+        batches = parse_in_worker(plan, parse_batches, functools.partial(typed_batch, stats=True))
     else:
         batches = parse_batches(plan, stream)
     parsed = Parsed({}, 0, first_line - 1, False, True)
@@ -291,97 +287,6 @@ def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iter
     finally:
         if plan.inp.path != "-":
             stream.close()
-
-
-def parse_in_worker(plan: ParsePlan) -> Iterator[Parsed]:
-    """`parse_batches` in a second process, so parsing and the DuckDB appends use both cores.
-
-    Batches come through shared slots (`shared_batches`), each handed back once the next batch is
-    asked for; a batch too large for a slot, or every batch when no slot file could be made, comes
-    through the queue. Both are bounded: the worker waits while the database falls behind, keeping
-    memory flat.
-    """
-    context = worker_context()
-    queue = context.Queue(maxsize=WORKER_QUEUE)
-    free = context.Queue()
-    slots = SharedSlots.create(WORKER_QUEUE + 1)
-    for slot in range(slots.slots if slots else 0):
-        free.put(slot)
-    worker = context.Process(target=_parse_worker, args=(plan, queue, slots, free), daemon=True)
-    finished = False
-    try:
-        worker.start()
-        while True:
-            item = queue.get()
-            if isinstance(item, BaseException):
-                raise item
-            parsed, layout = item
-            if layout is not None:
-                parsed.tables = slots.read(layout)
-            yield parsed
-            if parsed.final:
-                finished = True
-                return
-            if layout is not None:
-                free.put(layout.slot)
-    finally:
-        if not finished:  # stopped early (Ctrl-C, a failed append): the worker's batches are not wanted
-            worker.kill()
-        worker.join(timeout=5)
-        if worker.is_alive():
-            worker.kill()
-        if slots:
-            slots.remove()
-
-
-def _parse_worker(plan: ParsePlan, queue: multiprocessing.Queue, slots: SharedSlots | None,
-                  free: multiprocessing.Queue) -> None:
-    """Parse and send batches; give up if the main process dies (killed), since nobody would read them."""
-    tune_for_ingest()
-    if slots:
-        slots.attach()
-        slots.remove()  # both processes have it mapped: a killed ingest leaves no file behind
-    try:
-        for parsed in parse_batches(plan):
-            if _has_backlog(queue):
-                # The main process is behind: type the batch statistics here, so that it need not.
-                parsed.tables = typed_batch(parsed.tables, stats=True)
-            layout = None
-            if slots:
-                slot = _patiently(free.get)
-                layout = slots.write(slot, parsed.tables)
-                if layout is None:
-                    free.put(slot)
-                else:
-                    parsed.tables = {}
-            _patiently(queue.put, (parsed, layout))
-    except MainProcessGone:
-        return
-    except BaseException as exc:  # reported to, and raised in, the main process
-        with contextlib.suppress(MainProcessGone):
-            _patiently(queue.put, exc)
-
-
-def _has_backlog(queue: multiprocessing.Queue) -> bool:
-    """Whether a sent batch is still waiting for the main process (never, where qsize is unknown: macOS)."""
-    try:
-        return queue.qsize() > 0
-    except NotImplementedError:
-        return False
-
-
-class MainProcessGone(Exception):
-    pass
-
-
-def _patiently(call: Callable, *args: object) -> object:
-    """A blocking queue `get` or `put` that stops waiting once the main process is gone."""
-    while True:
-        try:
-            return call(*args, timeout=1)
-        except (queue_errors.Empty, queue_errors.Full):
-            if not multiprocessing.parent_process().is_alive():
-                raise MainProcessGone from None
 
 
 def plan_resume(inp: Input, previous: dict | None) -> tuple[int, int, str]:

@@ -2,13 +2,19 @@
 transcripts: `facts` (entities of every message), `claims` (the assistant's numbers checked against
 the logs) and `decisions` (each user request, what the agent did about it, the run it produced).
 
-spaCy is imported only when some transcript message has text: a log-only database never pays for it.
+Reading prose is the slow part, and its result depends on the prose alone: each message is read once
+(`prose_read` keeps a hash of its text and of the reader), its facts and claim readings are kept, and
+only the verdicts and decisions, which depend on the runs, are recomputed at every ingest. spaCy is
+imported only when some message has text not read yet: a log-only ingest never pays for it.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 from importlib import resources
+from pathlib import Path
 
 import duckdb
 
@@ -32,27 +38,108 @@ TABLES: dict[str, dict[str, str]] = {
                   "config_changes": "JSON", "source_id": "INTEGER", "run": "INTEGER", "run_end_reason": "VARCHAR",
                   "run_load_seconds": "DOUBLE", "run_effect": "JSON"},
 }
+# What reading a message left, kept between ingests: which text was read by which reader, and the
+# readings of its claims (judged again at every ingest, as the runs they speak of may change).
+READ_TABLES: dict[str, dict[str, str]] = {
+    "prose_read": {"session_id": "VARCHAR", "message_id": "VARCHAR", "text_md5": "VARCHAR", "reader": "VARCHAR"},
+    "claim_readings": {"session_id": "VARCHAR", "message_id": "VARCHAR", "reading": "JSON"},
+}
+READER_MODULES = ("nlp.py", "facts.py", "claims.py", "quantities.py")
+PROSE = """
+    SELECT m.session_id, m.id AS message_id, m.idx, m.role, m.text, md5(m.text) AS text_md5,
+           m.created_at + to_seconds(coalesce(k.utc_offset_s, 0)) AS local_time
+    FROM messages AS m LEFT JOIN session_clock AS k USING (session_id)
+    WHERE m.role IN ('user', 'assistant') AND trim(coalesce(m.text, '')) <> ''"""
+
+
+@functools.cache
+def reader_version() -> str:
+    """A hash of everything reading prose depends on (the pipeline's code and data files): a new logmine
+    that reads differently reads every message again."""
+    digest = hashlib.sha256()
+    here = Path(__file__).parent
+    for name in READER_MODULES:
+        digest.update((here / name).read_bytes())
+    for entry in sorted(resources.files("logmine.parsers.knowledge").iterdir(), key=lambda e: e.name):
+        if entry.is_file():
+            digest.update(entry.name.encode() + entry.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def rebuild(con: duckdb.DuckDBPyConnection) -> None:
-    """Recompute facts, claims and decisions for every stored session."""
-    for name, columns in TABLES.items():
-        execute(con, f'DROP TABLE IF EXISTS "{name}"')
+    """Bring facts, claims and decisions up to date with every stored session and run."""
+    for name, columns in {**TABLES, **READ_TABLES}.items():
         create_table(con, name, columns)
-    messages = execute(con, """
-        SELECT m.session_id, m.id, m.idx, m.role, m.text,
-               m.created_at + to_seconds(coalesce(k.utc_offset_s, 0)) AS local_time
-        FROM messages AS m LEFT JOIN session_clock AS k USING (session_id)
-        WHERE m.role IN ('user', 'assistant') AND trim(coalesce(m.text, '')) <> ''
-        ORDER BY m.session_id, m.idx""")
-    if messages:
-        _prose_tables(con, messages)
+    _forget_unread(con)
+    unread = execute(con, f"""
+        SELECT p.* FROM ({PROSE}) AS p
+        ANTI JOIN prose_read AS r ON r.session_id = p.session_id AND r.message_id = p.message_id
+            AND r.text_md5 = p.text_md5 AND r.reader = ?
+        ORDER BY p.session_id, p.idx""", [reader_version()])
+    if unread:
+        _read(con, unread)
+    # a message may have moved in its session (a transcript re-exported with more before it)
+    execute(con, """UPDATE facts AS f SET message_index = m.idx FROM messages AS m
+                    WHERE m.session_id = f.session_id AND m.id = f.message_id AND m.idx <> f.message_index""")
+    execute(con, "DELETE FROM claims")
+    _judge(con)
+    execute(con, "DELETE FROM decisions")
     _decisions(con)
 
 
-def _prose_tables(con: duckdb.DuckDBPyConnection, messages: list[tuple]) -> None:
-    from . import claims, facts, nlp  # spaCy: only when there is prose to read
+def _forget_unread(con: duckdb.DuckDBPyConnection) -> None:
+    """Drop what was read of messages that are gone, changed, or were read by another reader."""
+    execute(con, f"""
+        DELETE FROM prose_read AS r
+        WHERE r.reader <> ? OR NOT EXISTS (
+            SELECT 1 FROM ({PROSE}) AS p
+            WHERE p.session_id = r.session_id AND p.message_id = r.message_id AND p.text_md5 = r.text_md5)""",
+            [reader_version()])
+    for table in ("facts", "claim_readings"):
+        execute(con, f"""
+            DELETE FROM "{table}" AS t WHERE NOT EXISTS (
+                SELECT 1 FROM prose_read AS r WHERE r.session_id = t.session_id AND r.message_id = t.message_id)""")
 
+
+def _read(con: duckdb.DuckDBPyConnection, messages: list[tuple]) -> None:
+    """Read each message's lines with spaCy: its facts, and the readings of the assistant's claims."""
+    from . import claims, facts, nlp  # spaCy: only when there is prose not read yet
+
+    pieces = [(m, offset, line) for m in messages for offset, line in nlp.lines(m[4])]
+    fact_rows, readings = [], []
+    sentence_no: dict[tuple[str, str], int] = {}  # sentences read so far in each message
+    for (message, offset, _), doc in zip(pieces, nlp.read(line for _, _, line in pieces), strict=True):
+        session_id, message_id, index, role, text, _, _ = message
+        base = {"session_id": session_id, "message_id": message_id, "message_index": index,
+                "message_first_line": first_line(text)}
+        first = sentence_no.get((session_id, message_id), 0)
+        for k, sent in enumerate(doc.sents):
+            fact_rows += [{**row, "role": role} for row in facts.fact_rows(sent, base, first + k, offset)]
+        if role == "assistant":
+            readings += [{"session_id": session_id, "message_id": message_id, "reading": json.dumps(r)}
+                         for r in claims.read_claims(doc, offset, first)]
+        sentence_no[session_id, message_id] = first + sum(1 for _ in doc.sents)
+    _insert(con, "facts", fact_rows, TABLES["facts"])
+    _insert(con, "claim_readings", readings, READ_TABLES["claim_readings"])
+    read = [{"session_id": m[0], "message_id": m[1], "text_md5": m[5], "reader": reader_version()} for m in messages]
+    _insert(con, "prose_read", read, READ_TABLES["prose_read"])
+
+
+def first_line(text: str) -> str:
+    """How a message is named in the knowledge tables: its first line, cut at 200 characters."""
+    return text.strip().split("\n")[0][:200]
+
+
+def _judge(con: duckdb.DuckDBPyConnection) -> None:
+    """Every claim reading judged against the figures of the run it speaks of."""
+    from . import verdicts
+
+    readings = execute(con, f"""
+        SELECT c.session_id, c.message_id, p.idx, p.text, p.local_time, c.reading
+        FROM claim_readings AS c JOIN ({PROSE}) AS p USING (session_id, message_id)
+        ORDER BY c.session_id, p.idx""")
+    if not readings:
+        return
     measured = _measured_by_run(con)
     runs = [(s, o, t, json.loads(args) if args else None) for s, o, t, args in execute(con, """
         SELECT r.source_id, r.ordinal, r.started_at, c.args FROM runs AS r LEFT JOIN configs AS c USING (config_id)
@@ -61,31 +148,19 @@ def _prose_tables(con: duckdb.DuckDBPyConnection, messages: list[tuple]) -> None
     for session_id, index, source_id, ordinal in execute(con, """
             SELECT session_id, message_index, source_id, run FROM links ORDER BY session_id, message_index"""):
         links.setdefault(session_id, []).append((index, source_id, ordinal))
-    pieces = [(m, offset, line) for m in messages for offset, line in nlp.lines(m[4])]
-    fact_rows, claim_rows = [], []
-    sentence_no: dict[tuple[str, str], int] = {}  # sentences read so far in each message
-    for (message, offset, _), doc in zip(pieces, nlp.read(line for _, _, line in pieces), strict=True):
-        session_id, message_id, index, role, text, local_time = message
-        base = {"session_id": session_id, "message_id": message_id, "message_index": index,
-                "message_first_line": text.strip().split("\n")[0][:200]}
-        first = sentence_no.get((session_id, message_id), 0)
-        for k, sent in enumerate(doc.sents):
-            fact_rows += [{**row, "role": role} for row in facts.fact_rows(sent, base, first + k, offset)]
-        if role == "assistant":
-            default = claims.run_of_message(local_time, index, links.get(session_id, []), runs)
-
-            def measured_for(settings: dict, default: tuple | None = default, when: object = local_time) -> tuple:
-                which = claims.run_with_settings(default, when, settings, runs)
-                return which, measured.get(which, {})
-
-            claim_rows += claims.claims_of_doc(doc, base, offset, first, measured_for)
-        sentence_no[session_id, message_id] = first + sum(1 for _ in doc.sents)
-    _insert(con, "facts", fact_rows)
-    _insert(con, "claims", claim_rows)
+    rows = []
+    for session_id, message_id, index, text, local_time, reading_json in readings:
+        reading = json.loads(reading_json)
+        default = verdicts.run_of_message(local_time, index, links.get(session_id, []), runs)
+        which = verdicts.run_with_settings(default, local_time, reading["settings"], runs)
+        rows.append({"session_id": session_id, "message_id": message_id, "message_index": index,
+                     "message_first_line": first_line(text),
+                     **verdicts.judged(reading, which, measured.get(which, {}))})
+    _insert(con, "claims", rows, TABLES["claims"])
 
 
 def _measured_by_run(con: duckdb.DuckDBPyConnection) -> dict[tuple[int, int], dict]:
-    from .claims import Measured, knowledge
+    from .verdicts import Measured, knowledge
 
     slack = {name: q.get("slack", 0.0) for name, q in knowledge()["quantities"].items()}
     found: dict[tuple[int, int], dict] = {}
@@ -97,12 +172,11 @@ def _measured_by_run(con: duckdb.DuckDBPyConnection) -> dict[tuple[int, int], di
     return found
 
 
-def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict]) -> None:
+def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict], columns: dict[str, str]) -> None:
     if not rows:
         return
     import pyarrow as pa
 
-    columns = TABLES[table]
     data = pa.Table.from_pylist([{c: r.get(c) for c in columns} for r in rows])
     con.from_arrow(data).project(", ".join(f'TRY_CAST("{c}" AS {t}) AS "{c}"' for c, t in columns.items())) \
         .insert_into(table)

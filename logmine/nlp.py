@@ -12,7 +12,6 @@ import functools
 import json
 import re
 from collections.abc import Iterable, Iterator
-from importlib import resources
 
 import spacy
 from spacy.attrs import NORM
@@ -21,20 +20,10 @@ from spacy.tokenizer import Tokenizer
 from spacy.tokens import Doc
 from spacy.util import compile_infix_regex, compile_prefix_regex, compile_suffix_regex
 
+from .quantities import data_file, units
+
 CLASS_MARK = "§"  # token classes are NORM values no English word has: "§num", "§path"
 LONGEST_LINE = 20_000  # characters read of one line: longer ones are pasted data, not prose
-
-
-def data_file(name: str) -> str:
-    """The text of a file in `parsers/knowledge/`."""
-    return (resources.files("logmine.parsers.knowledge") / name).read_text(encoding="utf-8")
-
-
-@functools.cache
-def units() -> dict[str, tuple[str, str, float]]:
-    """Unit surface -> (canonical unit, dimension, factor to the dimension's base)."""
-    table = json.loads(data_file("units.json"))
-    return {surface: tuple(spec) for surface, spec in table.items() if not surface.startswith("_")}
 
 
 @functools.cache

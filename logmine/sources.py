@@ -1,4 +1,5 @@
-"""Read input bytes: files, directories, stdin, gzip and zstd; yield physical lines in blocks.
+"""The inputs: what the user named sorted into server logs and agent transcripts (`classify_inputs`), and
+a log's bytes read from files, stdin, gzip and zstd as physical lines in blocks.
 
 Nothing here knows about log formats. Lines are split on `\\n` only (as journald does), so `\\r`
 progress bars stay inside their line; bytes that are not UTF-8 are kept as `\\xNN` escapes.
@@ -51,7 +52,7 @@ class Input:
 
 
 def describe_input(given: str) -> Input:
-    """The file to read (`-` is stdin); directories are expanded by `logmine.inputs`."""
+    """The file to read (`-` is stdin); directories are expanded by `classify_inputs`."""
     if given == "-":
         return Input("-", "<stdin>", None, None, None)
     problem = not_a_file(Path(given))
@@ -266,3 +267,71 @@ def read_range(path: str, start: int, length: int) -> bytes:
 
 def file_size(path: str) -> int:
     return os.path.getsize(path)
+
+
+# ---------------------------------------------------------------- what the user named
+
+
+def classify_inputs(paths: list[str]) -> tuple[list[str], list[tuple[Path, str]], list[str]]:
+    """(log paths, [(transcript path, format)], [one line per input skipped, saying why]);
+    a directory may hold both kinds."""
+    logs: list[str] = []
+    transcripts: list[tuple[Path, str]] = []
+    skipped: list[str] = []
+    walked: set[tuple[int, int]] = set()
+    for given in paths:
+        if given == "-":
+            logs.append(given)
+            continue
+        path = Path(given)
+        if not path.is_dir():
+            add_file(path, given, logs, transcripts, skipped, named=True)
+            continue
+        found_before = len(logs) + len(transcripts) + len(skipped)
+        walk_directory(path, logs, transcripts, skipped, walked)
+        if len(logs) + len(transcripts) + len(skipped) == found_before:
+            skipped.append(f"{given}: no log files ({', '.join(LOG_SUFFIXES)}) or agent transcripts in it")
+    return logs, transcripts, skipped
+
+
+def add_file(path: Path, name: str, logs: list[str], transcripts: list[tuple[Path, str]], skipped: list[str],
+             named: bool) -> None:
+    """Sort one file: a file the user `named` is read as a log whatever its name; in a directory, only
+    files with a log suffix are. A FIFO or device is never opened: reading it could wait forever."""
+    # Imported here: the transcript readers are needed to sort inputs, never by a parse worker reading bytes.
+    from .parsers.transcripts.detect import detect, sqlite_problem
+
+    problem = not_a_file(path)
+    if problem:
+        skipped.append(f"{name}: {problem}")
+        return
+    found = detect(path)
+    if found:
+        transcripts.append((path, found))
+        return
+    problem = sqlite_problem(path) if named or path.suffix == ".db" else None
+    if problem:
+        skipped.append(f"{name}: {problem}")
+    elif named or path.name.endswith(LOG_SUFFIXES):
+        logs.append(name)
+
+
+def walk_directory(root: Path, logs: list[str], transcripts: list[tuple[Path, str]], skipped: list[str],
+                   walked: set[tuple[int, int]]) -> None:
+    """Transcript trees (an opencode `storage/`) are taken whole; other files one by one. Each real
+    directory is walked once, however many symlinks lead to it (a link to `.` would loop forever)."""
+    from .parsers.transcripts.detect import detect
+
+    info = root.stat()
+    if (info.st_dev, info.st_ino) in walked:
+        return
+    walked.add((info.st_dev, info.st_ino))
+    found = detect(root)
+    if found:
+        transcripts.append((root, found))
+        return
+    for child in sorted(root.iterdir()):
+        if child.is_dir():
+            walk_directory(child, logs, transcripts, skipped, walked)
+        else:
+            add_file(child, str(child), logs, transcripts, skipped, named=False)

@@ -1,6 +1,8 @@
 """DuckDB storage: create tables from column specs, append column batches, track ingested sources.
 
-The store knows table names and column types, never log formats: parsers hand it Arrow tables.
+The store knows table names and column types, never log formats: parsers hand it Arrow tables. A
+column is given by its DuckDB type (the tables logmine derives itself) or by the logical Arrow type a
+parser declares, which the store maps to a DuckDB type and, where it pays, a compression.
 """
 
 from __future__ import annotations
@@ -9,13 +11,14 @@ import re
 from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
 
 DEFAULT_DB = "logmine.duckdb"
+ColumnType: TypeAlias = "str | pa.DataType"  # a DuckDB type, or the logical Arrow type a parser declares
 
 SOURCES_COLUMNS: dict[str, str] = {
     "source_id": "INTEGER PRIMARY KEY", "path": "VARCHAR", "display": "VARCHAR", "kind": "VARCHAR",
@@ -73,10 +76,16 @@ def execute(con: duckdb.DuckDBPyConnection, statement: str, params: list | dict 
     return con.execute(statement, params or []).fetchall()
 
 
-def create_table(con: duckdb.DuckDBPyConnection, name: str, columns: Mapping[str, str]) -> None:
+# Columns stored with other than DuckDB's default compression. zstd: the text of every line is most of the
+# file; the default string compression (dictionary + FSST) took half as long again to write it, into a file
+# twice as large (bench/profile_notes.md).
+COMPRESSION: dict[tuple[str, str], str] = {("lines", "message"): "zstd"}
+
+
+def create_table(con: duckdb.DuckDBPyConnection, name: str, columns: Mapping[str, ColumnType]) -> None:
     """Create the table if missing; an existing one must have these columns in this order, since
     appends and inserts fill columns by position."""
-    body = ", ".join(f'"{col}" {typ}' for col, typ in columns.items())
+    body = ", ".join(f'"{col}" {column_definition(name, col, typ)}' for col, typ in columns.items())
     execute(con, f'CREATE TABLE IF NOT EXISTS "{name}" ({body})')
     found = [r[0] for r in execute(con, "SELECT column_name FROM information_schema.columns WHERE table_name = ? "
                                     "AND table_schema = current_schema() ORDER BY ordinal_position", [name])]
@@ -87,7 +96,16 @@ def create_table(con: duckdb.DuckDBPyConnection, name: str, columns: Mapping[str
                                       "ingest into a new database")
 
 
-def ensure_tables(con: duckdb.DuckDBPyConnection, tables: Mapping[str, Mapping[str, str]]) -> None:
+def column_definition(table: str, column: str, column_type: ColumnType) -> str:
+    """A column's type as `CREATE TABLE` takes it: a DuckDB type as given, an Arrow type as the DuckDB type
+    that stores it, with its compression."""
+    if isinstance(column_type, str):
+        return column_type
+    compression = COMPRESSION.get((table, column))
+    return duckdb_type(column_type) + (f" USING COMPRESSION {compression}" if compression else "")
+
+
+def ensure_tables(con: duckdb.DuckDBPyConnection, tables: Mapping[str, Mapping[str, ColumnType]]) -> None:
     create_table(con, "sources", SOURCES_COLUMNS)
     for name, columns in tables.items():
         create_table(con, name, columns)
@@ -95,27 +113,41 @@ def ensure_tables(con: duckdb.DuckDBPyConnection, tables: Mapping[str, Mapping[s
 
 @cache
 def arrow_types() -> dict[str, pa.DataType]:
-    """The Arrow type of each column type; built on first use so that a read-only command (which opens
-    the database through this module) need not import pyarrow."""
+    """The Arrow type of each DuckDB column type; built on first use so that a read-only command (which
+    opens the database through this module) need not import pyarrow."""
     import pyarrow as pa
 
     return {
         "INTEGER": pa.int32(), "BIGINT": pa.int64(), "SMALLINT": pa.int16(), "DOUBLE": pa.float64(),
-        "BOOLEAN": pa.bool_(), "TIMESTAMP": pa.timestamp("us"), "VARCHAR": pa.string(), "JSON": pa.string(),
+        "BOOLEAN": pa.bool_(), "TIMESTAMP": pa.timestamp("us"), "VARCHAR": pa.string(), "JSON": pa.json_(),
         "MAP(VARCHAR, VARCHAR)": pa.map_(pa.string(), pa.string()),
     }
 
 
+@cache
+def duckdb_types() -> dict[pa.DataType, str]:
+    return {arrow: duck for duck, arrow in arrow_types().items()}
+
+
 def base_type(column_spec: str) -> str:
-    """`INTEGER PRIMARY KEY` -> `INTEGER`, `VARCHAR USING COMPRESSION zstd` -> `VARCHAR`."""
+    """`INTEGER PRIMARY KEY` -> `INTEGER`."""
     return re.split(r" (?:PRIMARY|USING) ", column_spec)[0]
 
 
-def arrow_type(column_spec: str) -> pa.DataType:
-    return arrow_types()[base_type(column_spec)]
+def duckdb_type(column_type: ColumnType) -> str:
+    """The DuckDB type that stores a column."""
+    return base_type(column_type) if isinstance(column_type, str) else duckdb_types()[column_type]
 
 
-def typed_table(data: pa.Table, columns: Mapping[str, str]) -> pa.Table:
+def arrow_type(column_type: ColumnType) -> pa.DataType:
+    """The Arrow type a column's values are cast to before they are stored (JSON goes as its text)."""
+    import pyarrow as pa
+
+    found = arrow_types()[base_type(column_type)] if isinstance(column_type, str) else column_type
+    return found.storage_type if isinstance(found, pa.BaseExtensionType) else found
+
+
+def typed_table(data: pa.Table, columns: Mapping[str, ColumnType]) -> pa.Table:
     """`data` with exactly `columns` (missing ones null), each cast in Arrow to its column's type.
 
     A column whose text does not cast (a field SGLang printed oddly) stays text; `append` lets
@@ -129,8 +161,8 @@ def typed_table(data: pa.Table, columns: Mapping[str, str]) -> pa.Table:
     if unknown:
         raise ValueError(f"columns {unknown} are not in the table (known: {', '.join(columns)})")
     arrays, fields = [], []
-    for name, duck_type in columns.items():
-        target = arrow_type(duck_type)
+    for name, column_type in columns.items():
+        target = arrow_type(column_type)
         if name not in data.column_names:
             column = pa.nulls(data.num_rows, target)
         else:
@@ -145,16 +177,16 @@ def typed_table(data: pa.Table, columns: Mapping[str, str]) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
-def append(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table, columns: Mapping[str, str]) -> None:
+def append(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table, columns: Mapping[str, ColumnType]) -> None:
     """Append a `typed_table`; columns left as text are TRY_CAST by DuckDB.
 
     A relation, not a registered view: inside a transaction DuckDB keeps dropped views (and the
     Arrow data they hold) until the commit.
     """
     exprs = []
-    for name, duck_type in columns.items():
-        plain = data.schema.field(name).type == arrow_type(duck_type)
-        exprs.append(f'"{name}"' if plain else f'TRY_CAST("{name}" AS {base_type(duck_type)}) AS "{name}"')
+    for name, column_type in columns.items():
+        plain = data.schema.field(name).type == arrow_type(column_type)
+        exprs.append(f'"{name}"' if plain else f'TRY_CAST("{name}" AS {duckdb_type(column_type)}) AS "{name}"')
     con.from_arrow(data).project(", ".join(exprs)).insert_into(table)
 
 

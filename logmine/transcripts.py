@@ -31,15 +31,15 @@ from .parsers.launch_config import (
     parse_unit_file,
 )
 from .parsers.log_lines import ColumnBatch, LineParser
-from .parsers.sglang import Classifier
+from .parsers.sglang_classifier import Classifier
 from .parsers.shell_commands import config_reads, file_write_from_tool, split_command
 from .parsers.transcripts.common import classify_ending
 from .parsers.transcripts.detect import read_transcripts
 from .parsers.transcripts.model import Message, ParseProblem, Part, Session, ToolCall, UnknownRecord, type_problem
 from .parsers.transcripts.record_kinds import session_event
-from .process_tuning import release_free_memory
 from .redact import Redactor
 from .store import SavedRows, create_table, execute, next_source_id, upsert_source
+from .worker.processes import release_free_memory
 
 TABLES: dict[str, dict[str, str]] = {
     "sessions": {"source_id": "INTEGER", "id": "VARCHAR", "format": "VARCHAR", "parent_id": "VARCHAR",

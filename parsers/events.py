@@ -1,8 +1,9 @@
 """The typed event tables: what each kind of event stores, independent of any log format.
 
-Parsers fill these columns; storage creates one DuckDB table per `EventTable`. Every table also gets
-the common columns in `COMMON_COLUMNS` (where the line came from, when, which rank). Units are in
-column names: `_gib` is binary gigabytes (SGLang's device "GB"), `_gb` decimal gigabytes (SGLang's
+Parsers fill these columns; storage creates one DuckDB table per `EventTable`. A column is declared by
+its logical (Arrow) type only: how it is stored (DuckDB's type, compression) is the store's business.
+Every table also gets the common columns in `COMMON_COLUMNS` (where the line came from, when, which
+rank). Units are in column names: `_gib` is binary gigabytes (SGLang's device "GB"), `_gb` decimal gigabytes (SGLang's
 host-memory "GB"), `_s` seconds.
 """
 
@@ -10,18 +11,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-COMMON_COLUMNS: dict[str, str] = {
-    "source_id": "INTEGER",
-    "line_no": "BIGINT",
-    "kind": "VARCHAR",
-    "ts": "TIMESTAMP",
-    "pid": "INTEGER",
-    "dp": "SMALLINT",
-    "pp": "SMALLINT",
-    "attn_cp": "SMALLINT",
-    "moe_dp": "SMALLINT",
-    "tp": "SMALLINT",
-    "ep": "SMALLINT",
+import pyarrow as pa
+
+from .sglang_formats import RANK_COLUMNS
+
+# The logical types columns are declared with.
+TEXT = pa.string()
+REAL = pa.float64()
+INT64 = pa.int64()
+INT32 = pa.int32()
+INT16 = pa.int16()  # ranks
+FLAG = pa.bool_()
+TIME = pa.timestamp("us")  # local time as the log wrote it, no zone
+JSON = pa.json_()
+TEXT_MAP = pa.map_(pa.string(), pa.string())  # `extra`: the `key: value` pairs without a column of their own
+
+COMMON_COLUMNS: dict[str, pa.DataType] = {
+    "source_id": INT32,
+    "line_no": INT64,
+    "kind": TEXT,
+    "ts": TIME,
+    "pid": INT32,
+    **dict.fromkeys(RANK_COLUMNS, INT16),
 }
 
 
@@ -29,83 +40,83 @@ COMMON_COLUMNS: dict[str, str] = {
 class EventTable:
     name: str
     doc: str
-    columns: dict[str, str]
+    columns: dict[str, pa.DataType]
 
 
 EVENT_TABLES: tuple[EventTable, ...] = (
     EventTable("server_args", "One `server_args=ServerArgs(...)` dump per launch, typed.", {
-        "args": "JSON", "n_args": "INTEGER", "truncated": "BOOLEAN",
+        "args": JSON, "n_args": INT32, "truncated": FLAG,
     }),
     EventTable("init_distributed", "Init torch distributed begin/ends per rank.", {
-        "phase": "VARCHAR", "elapsed_s": "DOUBLE", "mem_usage_gib": "DOUBLE",
+        "phase": TEXT, "elapsed_s": REAL, "mem_usage_gib": REAL,
     }),
     EventTable("weight_loads", "Load weight begin/end per rank (a draft model adds a second pair).", {
-        "phase": "VARCHAR", "elapsed_s": "DOUBLE", "model_class": "VARCHAR", "dtype": "VARCHAR",
-        "quant": "VARCHAR", "avail_mem_gib": "DOUBLE", "mem_usage_gib": "DOUBLE",
-        "overlap_window_s": "DOUBLE", "overlap_total_s": "DOUBLE",
+        "phase": TEXT, "elapsed_s": REAL, "model_class": TEXT, "dtype": TEXT,
+        "quant": TEXT, "avail_mem_gib": REAL, "mem_usage_gib": REAL,
+        "overlap_window_s": REAL, "overlap_total_s": REAL,
     }),
     EventTable("kv_cache", "KV/Mamba/SWA pool allocations per rank.", {
-        "pool": "VARCHAR", "label": "VARCHAR", "dtype": "VARCHAR", "tokens": "BIGINT",
-        "k_size_gib": "DOUBLE", "v_size_gib": "DOUBLE", "kv_size_gib": "DOUBLE",
-        "conv_state_gib": "DOUBLE", "ssm_state_gib": "DOUBLE", "full_tokens": "BIGINT",
-        "swa_tokens": "BIGINT", "mem_usage_gib": "DOUBLE", "avail_mem_gib": "DOUBLE",
-        "va_upper_bound": "BOOLEAN",
+        "pool": TEXT, "label": TEXT, "dtype": TEXT, "tokens": INT64,
+        "k_size_gib": REAL, "v_size_gib": REAL, "kv_size_gib": REAL,
+        "conv_state_gib": REAL, "ssm_state_gib": REAL, "full_tokens": INT64,
+        "swa_tokens": INT64, "mem_usage_gib": REAL, "avail_mem_gib": REAL,
+        "va_upper_bound": FLAG,
     }),
     EventTable("memory_pool", "Memory pool end and the KV budget notices per rank.", {
-        "avail_mem_gib": "DOUBLE",
+        "avail_mem_gib": REAL,
     }),
     EventTable("capacity", "The scheduler's capacity summary (`max_total_num_tokens=...`).", {
-        "max_total_num_tokens": "BIGINT", "chunked_prefill_size": "BIGINT", "max_prefill_tokens": "BIGINT",
-        "max_running_requests": "BIGINT", "context_len": "BIGINT", "available_gpu_mem_gib": "DOUBLE",
-        "available_cpu_mem_gib": "DOUBLE",
+        "max_total_num_tokens": INT64, "chunked_prefill_size": INT64, "max_prefill_tokens": INT64,
+        "max_running_requests": INT64, "context_len": INT64, "available_gpu_mem_gib": REAL,
+        "available_cpu_mem_gib": REAL,
     }),
     EventTable("host_cache", "HiCache host pool allocations and host-memory shortages.", {
-        "label": "VARCHAR", "tokens": "BIGINT", "host_gb": "DOUBLE", "requested_gb": "DOUBLE",
-        "free_gb": "DOUBLE", "device_tokens": "BIGINT",
+        "label": TEXT, "tokens": INT64, "host_gb": REAL, "requested_gb": REAL,
+        "free_gb": REAL, "device_tokens": INT64,
     }),
     EventTable("cuda_graphs", "CUDA/CPU/NPU graph capture begin/end per rank.", {
-        "phase": "VARCHAR", "graph": "VARCHAR", "role": "VARCHAR", "stage": "VARCHAR",
-        "elapsed_s": "DOUBLE", "mem_usage_gib": "DOUBLE", "avail_mem_gib": "DOUBLE",
-        "backend": "VARCHAR", "batch_sizes": "VARCHAR",
+        "phase": TEXT, "graph": TEXT, "role": TEXT, "stage": TEXT,
+        "elapsed_s": REAL, "mem_usage_gib": REAL, "avail_mem_gib": REAL,
+        "backend": TEXT, "batch_sizes": TEXT,
     }),
     EventTable("prefill_batches", "Prefill batch stats lines; unknown `key: value` pairs land in `extra`.", {
-        "forward_iter": "BIGINT", "new_seq": "INTEGER", "new_tokens": "BIGINT", "cached_tokens": "BIGINT",
-        "cache_hit_rate_pct": "DOUBLE", "tokens": "BIGINT", "token_usage": "DOUBLE", "running_req": "INTEGER",
-        "queue_req": "INTEGER", "pending_tokens": "BIGINT", "graph": "BOOLEAN",
-        "input_throughput_tok_s": "DOUBLE", "extra": "MAP(VARCHAR, VARCHAR)",
+        "forward_iter": INT64, "new_seq": INT32, "new_tokens": INT64, "cached_tokens": INT64,
+        "cache_hit_rate_pct": REAL, "tokens": INT64, "token_usage": REAL, "running_req": INT32,
+        "queue_req": INT32, "pending_tokens": INT64, "graph": FLAG,
+        "input_throughput_tok_s": REAL, "extra": TEXT_MAP,
     }),
     EventTable("decode_batches", "Decode batch stats lines; unknown `key: value` pairs land in `extra`.", {
-        "forward_iter": "BIGINT", "running_req": "INTEGER", "tokens": "BIGINT", "token_usage": "DOUBLE",
-        "accept_len": "DOUBLE", "accept_rate": "DOUBLE", "graph": "BOOLEAN",
-        "gen_throughput_tok_s": "DOUBLE", "queue_req": "INTEGER", "extra": "MAP(VARCHAR, VARCHAR)",
+        "forward_iter": INT64, "running_req": INT32, "tokens": INT64, "token_usage": REAL,
+        "accept_len": REAL, "accept_rate": REAL, "graph": FLAG,
+        "gen_throughput_tok_s": REAL, "queue_req": INT32, "extra": TEXT_MAP,
     }),
     EventTable("retractions", "Requests retracted under KV-pool pressure.", {
-        "retracted_reqs": "INTEGER", "aborted_retracted_reqs": "INTEGER", "new_tokens_gained": "BIGINT",
-        "new_token_ratio_before": "DOUBLE", "new_token_ratio_after": "DOUBLE",
+        "retracted_reqs": INT32, "aborted_retracted_reqs": INT32, "new_tokens_gained": INT64,
+        "new_token_ratio_before": REAL, "new_token_ratio_after": REAL,
     }),
     EventTable("http_requests", "uvicorn access lines, one per HTTP request.", {
-        "client": "VARCHAR", "method": "VARCHAR", "path": "VARCHAR", "http_version": "VARCHAR",
-        "status": "SMALLINT", "reason": "VARCHAR",
+        "client": TEXT, "method": TEXT, "path": TEXT, "http_version": TEXT,
+        "status": INT16, "reason": TEXT,
     }),
     EventTable("server_events", "HTTP server lifecycle: uvicorn startup/shutdown, warmup, ready.", {
-        "server_pid": "INTEGER", "url": "VARCHAR", "detail": "VARCHAR",
+        "server_pid": INT32, "url": TEXT, "detail": TEXT,
     }),
     EventTable("shutdown_events", "Signals, watchdogs and kill chains.", {
-        "signal": "VARCHAR", "remaining_requests": "INTEGER", "exit_code": "INTEGER",
-        "child": "VARCHAR", "child_pid": "INTEGER", "detail": "VARCHAR",
+        "signal": TEXT, "remaining_requests": INT32, "exit_code": INT32,
+        "child": TEXT, "child_pid": INT32, "detail": TEXT,
     }),
     EventTable("errors", "Errors with every line of their traceback (first_line_no..last_line_no).", {
-        "error_kind": "VARCHAR", "origin": "VARCHAR", "exception_type": "VARCHAR",
-        "exception_message": "VARCHAR", "last_line": "VARCHAR", "first_line_no": "BIGINT",
-        "last_line_no": "BIGINT", "n_lines": "INTEGER", "text": "VARCHAR",
+        "error_kind": TEXT, "origin": TEXT, "exception_type": TEXT,
+        "exception_message": TEXT, "last_line": TEXT, "first_line_no": INT64,
+        "last_line_no": INT64, "n_lines": INT32, "text": TEXT,
     }),
     EventTable("systemd", "systemd's own lines about the unit: start, stop, exit, restart, resources.", {
-        "unit": "VARCHAR", "code": "VARCHAR", "status": "VARCHAR", "result": "VARCHAR",
-        "restart_counter": "INTEGER", "cpu_time": "VARCHAR", "memory_peak": "VARCHAR",
-        "killed_pid": "INTEGER", "detail": "VARCHAR",
+        "unit": TEXT, "code": TEXT, "status": TEXT, "result": TEXT,
+        "restart_counter": INT32, "cpu_time": TEXT, "memory_peak": TEXT,
+        "killed_pid": INT32, "detail": TEXT,
     }),
     EventTable("notices", "Other recognised one-line messages: config notices, third-party records.", {
-        "topic": "VARCHAR", "level": "VARCHAR", "origin": "VARCHAR", "detail": "VARCHAR",
+        "topic": TEXT, "level": TEXT, "origin": TEXT, "detail": TEXT,
     }),
 )
 

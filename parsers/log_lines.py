@@ -7,6 +7,7 @@ length). Values are left as text where the database can cast them in bulk.
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -16,41 +17,25 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .envelopes import Envelopes, TimeContext, read_envelopes
-from .events import COMMON_COLUMNS, TABLES_BY_NAME
+from .events import COMMON_COLUMNS, FLAG, INT16, INT32, INT64, TABLES_BY_NAME, TEXT, TIME
 from .launch_config import parse_server_args_repr
-from .sglang import (
-    BLOB,
-    JOURNAL_MARKER,
-    Classifier,
-    OpenError,
-    Prefixes,
-    TracebackAssembler,
-    bar_description,
-    could_start_error,
-    error_fields,
-    parse_prefixes,
-    records_table,
-    split_carriage_returns,
-)
-from .sglang_formats import ALL_PATTERNS
-from .vector_columns import flags, has_byte, patch
+from .progress_bars import bar_description, split_carriage_returns
+from .sglang_classifier import Classifier
+from .sglang_formats import IN_TRACEBACK_KINDS, JOURNAL_BLOB, JOURNAL_MARKER, RANK_COLUMNS, RAW_KINDS
+from .sglang_prefix import Prefixes, parse_prefixes
+from .tracebacks import OpenError, TracebackAssembler, could_start_error, error_fields
+from .vector_columns import flags, has_byte, patch, records_table
 
-LINE_COLUMNS: dict[str, str] = {
-    "source_id": "INTEGER", "line_no": "BIGINT", "ts": "TIMESTAMP", "log_ts": "TIMESTAMP",
-    "host": "VARCHAR", "ident": "VARCHAR", "pid": "INTEGER", "unit": "VARCHAR",
-    "dp": "SMALLINT", "pp": "SMALLINT", "attn_cp": "SMALLINT", "moe_dp": "SMALLINT", "tp": "SMALLINT",
-    "ep": "SMALLINT", "level": "VARCHAR", "logger": "VARCHAR", "prefixed": "BOOLEAN", "kind": "VARCHAR",
-    # zstd: the text of every line is most of the file; DuckDB's default string compression (dictionary
-    # + FSST) took half as long again to write it, into a file twice as large (bench/profile_notes.md).
-    "group_line_no": "BIGINT", "message": "VARCHAR USING COMPRESSION zstd", "bad_utf8": "BOOLEAN",
+LINE_COLUMNS: dict[str, pa.DataType] = {
+    "source_id": INT32, "line_no": INT64, "ts": TIME, "log_ts": TIME, "host": TEXT, "ident": TEXT, "pid": INT32,
+    "unit": TEXT, **dict.fromkeys(RANK_COLUMNS, INT16), "level": TEXT, "logger": TEXT, "prefixed": FLAG,
+    "kind": TEXT, "group_line_no": INT64, "message": TEXT, "bad_utf8": FLAG,
 }
-# Kinds whose text is itself a line of a traceback, so it joins the open traceback too.
-IN_TRACEBACK_KINDS = frozenset({"host_memory_short", "not_enough_memory"})
 SYSTEMD_TABLE = "systemd"
 
 
-def table_columns(table: str) -> dict[str, str]:
-    """Column names and DuckDB types of `lines` or of an event table."""
+def table_columns(table: str) -> dict[str, pa.DataType]:
+    """Column names and logical types of `lines` or of an event table."""
     if table == "lines":
         return LINE_COLUMNS
     return {**COMMON_COLUMNS, **TABLES_BY_NAME[table].columns}
@@ -75,9 +60,6 @@ class ColumnBatch:
 
     def __len__(self) -> int:
         return sum(t.num_rows for t in self.pieces["lines"])
-
-
-KIND_TABLES: dict[str, str] = {p.kind: p.table for p in ALL_PATTERNS}
 
 
 @dataclass
@@ -274,7 +256,7 @@ class LineParser:
                 kind = "python_warning_source"
             block.kinds[i] = kind
             return []
-        if KIND_TABLES.get(kind) == SYSTEMD_TABLE:
+        if self.classifier.tables.get(kind) == SYSTEMD_TABLE:
             return [self._error_row(err) for err in self.tracebacks.close_all()]
         return []
 
@@ -331,6 +313,8 @@ def log_record(row: int, level: str | None, origin: str) -> dict[str, object]:
     return {"_row": row, "kind": "log_record", "topic": "log_record", "level": level, "origin": origin}
 
 
+JOURNAL_MARKER_LINE = re.compile(JOURNAL_MARKER)
+JOURNAL_BLOB_LINE = re.compile(JOURNAL_BLOB)
 ANSI_ESCAPE = r"\x1b\[[0-9;?]*[A-Za-z]"
 
 
@@ -359,21 +343,26 @@ def _carriage_returns(message: pa.StringArray) -> tuple[pa.StringArray, dict[int
 
 
 def _classify_raw(body: str, progress: str | None) -> tuple[str, str | None, dict[str, object]] | None:
-    """Shapes that only make sense without an SGLang prefix: bars, journal markers, blobs."""
+    """Shapes that only make sense without an SGLang prefix (`sglang_formats.RAW_KINDS`): bars, journal
+    markers, blobs."""
     if not body.strip():
         return "blank", None, {}
     if progress is None:
         # A bar on a line of its own: a capture that turned tqdm's `\r` into newlines.
         progress = bar_description(body)
     if progress is not None:
-        return "progress", "notices", {"topic": "progress", "detail": progress}
-    if body.startswith("-- ") and JOURNAL_MARKER.match(body):
-        return "journal_marker", "notices", {"topic": "journal", "detail": body.strip("- ")}
+        return _raw_notice("progress", progress)
+    if body.startswith("-- ") and JOURNAL_MARKER_LINE.match(body):
+        return _raw_notice("journal_marker", body.strip("- "))
     if body.startswith("[") and body.endswith("blob data]"):
-        blob = BLOB.match(body)
+        blob = JOURNAL_BLOB_LINE.match(body)
         if blob:
-            return "journal_blob", "notices", {"topic": "journal", "detail": blob["size"]}
+            return _raw_notice("journal_blob", blob["size"])
     return None
+
+
+def _raw_notice(kind: str, detail: str) -> tuple[str, str, dict[str, object]]:
+    return kind, "notices", {"topic": RAW_KINDS[kind], "detail": detail}
 
 
 @lru_cache(maxsize=64)  # each rank of a launch prints the same dump; parsing one takes milliseconds

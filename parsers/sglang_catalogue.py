@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .sglang_formats import TRACEBACK_HEADER
+from .traceback_formats import CXX_ABORT_OPENING, FATAL_OPENING, TRACEBACK_HEADER
 from .vector_columns import cut, flags
 
 ANY = "<*>"
@@ -32,7 +32,7 @@ HEAD_CHARS = 4
 REGEX_SPECIAL = re.compile(r"([.^$*+?{}\[\]\\|()])")
 MATCH_CHARS = 2000
 # Lines that may open an error are left to the traceback assembler, whatever their text.
-ERROR_OPENINGS = ("terminate called after throwing an instance of '", "Fatal Python error: ")
+ERROR_OPENINGS = (CXX_ABORT_OPENING, FATAL_OPENING)
 COLUMNS = ("id", "level", "module", "topic", "versions", "template")
 
 

@@ -13,6 +13,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# ---------------------------------------------------------------- the prefix (§1)
+# `[2026-03-01 23:45:58.123 DP0 TP1] body`: the rank tags a bracket may carry, and the column each fills
+# in `lines` and every event table. A rank is a small number: a larger one is no rank.
+RANK_TAGS: dict[str, str] = {"DP": "dp", "PP": "pp", "ATTN_CP": "attn_cp", "MOE_DP": "moe_dp", "TP": "tp", "EP": "ep"}
+RANK_COLUMNS: tuple[str, ...] = tuple(RANK_TAGS.values())
+RANK_MAX = 32767
+# Tags that name an encoder process rather than a rank (after the rank tags, at most one).
+ROLE_TAGS = r"encode_server|encode_dp_worker\[\d+\]"
+# Python logging's level names: after the bracket a foreign root handler prints `LEVEL file.py:N:` and
+# uvicorn a padded `LEVEL:`.
+LEVELS: tuple[str, ...] = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
 NUM = r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
 
 
@@ -441,11 +453,29 @@ FOREIGN = (
 
 ALL_PATTERNS: tuple[Pattern, ...] = STARTUP + STATS + HTTP + SHUTDOWN + SYSTEMD + FOREIGN
 
-# ---------------------------------------------------------------- tracebacks and aborts (§5)
-# A traceback opens with this header, after `<origin> hit an exception: ` when SGLang reports it.
-TRACEBACK_HEADER = "Traceback (most recent call last):"
-TRACEBACK_ORIGIN_SUFFIX = " hit an exception: "
-CXX_ABORT_START = r"terminate called after throwing an instance of '(?P<origin>[^']+)'"
-FATAL_START = r"Fatal Python error: (?P<origin>.+)"
-OOM_TEXT = r"out of memory|OutOfMemoryError"
-HOST_MEMORY_TEXT = r"Not enough host memory"
+# ---------------------------------------------------------------- raw shapes (§1 "Unprefixed lines")
+# Lines typed by their shape, not by a pattern, and only without an SGLang prefix: kind -> its `notices`
+# topic (a blank line has no event).
+RAW_KINDS: dict[str, str | None] = {"blank": None, "progress": "progress", "journal_marker": "journal",
+                                    "journal_blob": "journal"}
+# journald's own lines between entries, and the placeholder of a binary message.
+JOURNAL_MARKER = r"-- (?:Boot \w+|Reboot|Logs begin at .*|Journal begins at .*|No entries) --$"
+JOURNAL_BLOB = r"\[(?P<size>[\d.]+[KMG]?B?) blob data\]$"
+# Kinds whose text is itself a line of a traceback, so it joins the open traceback too.
+IN_TRACEBACK_KINDS = frozenset({"host_memory_short", "not_enough_memory"})
+
+# ---------------------------------------------------------------- what runs are cut on (derive)
+# Line kinds the segmentation into runs and the end-of-run reasoning look at (`error` is a traceback's).
+MARKER_KINDS = (
+    "systemd_starting", "systemd_started", "systemd_stopping", "systemd_stopped", "systemd_deactivated",
+    "systemd_main_exited", "systemd_failed_result", "systemd_restart_scheduled", "systemd_start_limit",
+    "systemd_failed_start", "systemd_oom_kill", "server_args", "uvicorn_started", "server_ready",
+    "sigterm", "sigquit", "rank_dead", "error", "subprocess_crashed", "watchdog_timeout", "uvicorn_finished",
+    "graceful_exit", "exit_code", "kill_process_tree",
+)
+# The server process has ended: a later uvicorn start belongs to a new launch, not to a worker of this one.
+PROCESS_END_KINDS = {"uvicorn_finished", "graceful_exit", "exit_code", "sigquit", "subprocess_crashed",
+                     "kill_process_tree", "systemd_main_exited"}
+# A run that ends with one of these crashed.
+CRASH_KINDS = {"error", "sigquit", "rank_dead", "subprocess_crashed", "watchdog_timeout", "systemd_oom_kill",
+               "systemd_restart_scheduled", "systemd_start_limit", "systemd_failed_start"}

@@ -6,6 +6,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .events import TEXT_MAP
+
 
 def patch(values: pa.Array, rows: np.ndarray, new: pa.Array) -> pa.Array:
     """`values` with the entries at (ascending) `rows` replaced by `new` (the rows read another way)."""
@@ -97,3 +99,12 @@ def bounded_int(digits: str | None, limit: int) -> int | None:
         return None
     number = int(digits)
     return number if number < limit else None
+
+
+def records_table(records: list[dict[str, object]]) -> pa.Table:
+    """Event rows built one by one (the rare rows the vectorised paths leave to Python) as a table:
+    `_row` the row in the block, `extra` a map, every other field text."""
+    names = dict.fromkeys(k for r in records for k in r)
+    schema = pa.schema([pa.field(k, pa.int64() if k == "_row" else TEXT_MAP if k == "extra" else pa.string())
+                        for k in names])
+    return pa.Table.from_pylist(records, schema=schema)

@@ -30,7 +30,7 @@ SELECT
     c.arithmetic,
     c.message_first_line AS message_text
 FROM claims AS c
-WHERE ($session IS NULL OR c.session_id = $session)
-  AND ($run IS NULL OR c.run = $run)
+WHERE chosen(c.session_id, $session)
+  AND chosen(c.run, $run)
 ORDER BY CASE c.verdict WHEN 'inconsistent' THEN 0 WHEN 'consistent' THEN 1 ELSE 2 END,
          c.session_id, c.message_index, c.span_start;

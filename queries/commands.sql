@@ -16,5 +16,5 @@ SELECT
      FROM file_writes AS w
      WHERE w.source_id = c.source_id AND w.call_id = c.call_id AND w.step = c.step) AS writes
 FROM commands AS c
-WHERE $session IS NULL OR c.session_id = $session
+WHERE chosen(c.session_id, $session)
 ORDER BY c.session_id, c.message_index, c.call_id, c.step;

@@ -8,7 +8,7 @@ WITH snapshots AS (
     SELECT c.*, lag(c.args) OVER (PARTITION BY c.session_id, c.host, c.path ORDER BY c.message_index, c.call_id)
                AS previous_args
     FROM config_snapshots AS c
-    WHERE $session IS NULL OR c.session_id = $session
+    WHERE chosen(c.session_id, $session)
 )
 SELECT
     s.session_id,

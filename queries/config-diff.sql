@@ -13,6 +13,6 @@ SELECT
     d.new
 FROM config_diffs AS d
 JOIN sources AS s USING (source_id)
-WHERE ($source IS NULL OR s.display = $source OR s.path = $source)
-  AND ($run IS NULL OR d.to_run = $run)
+WHERE chosen_source(s.display, s.path, $source)
+  AND chosen(d.to_run, $run)
 ORDER BY d.source_id, d.to_run, d.key;

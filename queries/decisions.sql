@@ -26,5 +26,5 @@ SELECT
     actions,
     answered_through_index
 FROM decisions
-WHERE ($session IS NULL OR session_id = $session)
+WHERE chosen(session_id, $session)
 ORDER BY session_id, message_index;

@@ -12,8 +12,8 @@
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
 WITH selected AS (
     SELECT r.*, s.display AS source FROM runs AS r JOIN sources AS s USING (source_id)
-    WHERE ($source IS NULL OR s.display = $source OR s.path = $source)
-      AND ($run IS NULL OR r.ordinal = $run)
+    WHERE chosen_source(s.display, s.path, $source)
+      AND chosen(r.ordinal, $run)
 ),
 tracebacks AS (
     SELECT source_id, run, ts, CASE WHEN error_kind = 'exception' THEN 'traceback' ELSE error_kind END AS kind,

@@ -22,6 +22,6 @@ SELECT
 FROM errors_by_run AS e
 JOIN sources AS s USING (source_id)
 JOIN runs AS r ON r.source_id = e.source_id AND r.ordinal = e.run
-WHERE ($source IS NULL OR s.display = $source OR s.path = $source)
-  AND ($run IS NULL OR e.run = $run)
+WHERE chosen_source(s.display, s.path, $source)
+  AND chosen(e.run, $run)
 ORDER BY e.source_id, e.first_line_no;

@@ -25,5 +25,5 @@ SELECT
     detail,
     message_first_line AS message_text
 FROM facts
-WHERE ($session IS NULL OR session_id = $session)
+WHERE chosen(session_id, $session)
 ORDER BY session_id, message_index, span_start;

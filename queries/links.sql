@@ -25,6 +25,6 @@ FROM links AS l
 JOIN sources AS s ON s.source_id = l.source_id
 JOIN runs AS r ON r.source_id = l.source_id AND r.ordinal = l.run
 LEFT JOIN messages AS m ON m.session_id = l.session_id AND m.id = l.message_id
-WHERE ($session IS NULL OR l.session_id = $session)
-  AND ($source IS NULL OR s.display = $source OR s.path = $source)
+WHERE chosen(l.session_id, $session)
+  AND chosen_source(s.display, s.path, $source)
 ORDER BY l.session_id, l.message_index, l.call_id;

@@ -91,6 +91,6 @@ SELECT s.display AS source, e.source_id, e.run, e.quantity, e.scope, round(e.val
        e.line_no, e.ranks,
        s.display || ':' || e.line_no AS measured_source
 FROM everything AS e JOIN sources AS s USING (source_id)
-WHERE ($source IS NULL OR s.display = $source OR s.path = $source)
-  AND ($run IS NULL OR e.run = $run)
+WHERE chosen_source(s.display, s.path, $source)
+  AND chosen(e.run, $run)
 ORDER BY e.source_id, e.run, e.quantity, e.scope;

@@ -19,8 +19,8 @@ WITH selected AS (
            TRY_CAST(json_extract(c.args, '$.mem_fraction_static') AS DOUBLE) AS mem_fraction_static,
            TRY_CAST(json_extract(c.args, '$.max_total_tokens') AS BIGINT) AS max_total_tokens
     FROM runs AS r JOIN sources AS s USING (source_id) LEFT JOIN configs AS c USING (config_id)
-    WHERE ($source IS NULL OR s.display = $source OR s.path = $source)
-      AND ($run IS NULL OR r.ordinal = $run)
+    WHERE chosen_source(s.display, s.path, $source)
+      AND chosen(r.ordinal, $run)
 ),
 weights AS (
     SELECT source_id, run, rank, any_value(dp) AS dp, any_value(pp) AS pp, any_value(tp) AS tp,

@@ -6,7 +6,7 @@ WITH user_messages AS (
     SELECT session_id, idx, id, created_at, text,
            lead(idx) OVER (PARTITION BY session_id ORDER BY idx) AS next_idx
     FROM messages
-    WHERE role = 'user' AND ($session IS NULL OR session_id = $session)
+    WHERE role = 'user' AND chosen(session_id, $session)
 )
 SELECT
     u.session_id,
@@ -16,11 +16,12 @@ SELECT
     left(u.text, 300) AS request,
     (SELECT count(*) FROM tool_calls AS t WHERE t.session_id = u.session_id
         AND t.message_index > u.idx AND t.message_index < coalesce(u.next_idx, 2147483647)) AS tool_calls,
-    (SELECT string_agg(DISTINCT coalesce(c.host, 'local'), ', ') FROM commands AS c WHERE c.session_id = u.session_id
+    (SELECT string_agg(DISTINCT coalesce(c.host, 'local'), ', ' ORDER BY coalesce(c.host, 'local')) FROM commands AS c WHERE c.session_id = u.session_id
         AND c.message_index > u.idx AND c.message_index < coalesce(u.next_idx, 2147483647)) AS hosts,
-    (SELECT string_agg(DISTINCT w.path, ', ') FROM file_writes AS w WHERE w.session_id = u.session_id
+    (SELECT string_agg(DISTINCT w.path, ', ' ORDER BY w.path) FROM file_writes AS w WHERE w.session_id = u.session_id
         AND w.message_index > u.idx AND w.message_index < coalesce(u.next_idx, 2147483647)) AS files_written,
-    (SELECT json_group_array(json_object('changed', l.changed, 'run', l.run, 'message_index', l.message_index))
+    (SELECT to_json(list(json_object('changed', l.changed, 'run', l.run, 'message_index', l.message_index)
+                          ORDER BY l.message_index, l.run))
      FROM links AS l WHERE l.session_id = u.session_id
         AND l.message_index > u.idx AND l.message_index < coalesce(u.next_idx, 2147483647)) AS config_changes
 FROM user_messages AS u

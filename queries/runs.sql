@@ -13,8 +13,8 @@ WITH selected_runs AS (
     SELECT r.*, s.display AS source
     FROM runs AS r
     JOIN sources AS s USING (source_id)
-    WHERE ($source IS NULL OR s.display = $source OR s.path = $source)
-      AND ($run IS NULL OR r.ordinal = $run)
+    WHERE chosen_source(s.display, s.path, $source)
+      AND chosen(r.ordinal, $run)
 ),
 rank0_weights AS (
     SELECT source_id, run,

@@ -12,8 +12,8 @@
 WITH selected AS (
     SELECT r.source_id, r.ordinal AS run, s.display AS source
     FROM runs AS r JOIN sources AS s USING (source_id)
-    WHERE ($source IS NULL OR s.display = $source OR s.path = $source)
-      AND ($run IS NULL OR r.ordinal = $run)
+    WHERE chosen_source(s.display, s.path, $source)
+      AND chosen(r.ordinal, $run)
 ),
 spans AS (SELECT epoch(max(ts)) - epoch(min(ts)) AS span_s FROM decode_batches_by_run GROUP BY source_id, run),
 width AS (SELECT to_seconds(coalesce($bucket_s, 60 * greatest(1, ceil(max(span_s) / 300 / 60)))) AS w FROM spans),

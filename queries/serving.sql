@@ -8,8 +8,8 @@
 WITH selected AS (
     SELECT r.source_id, r.ordinal AS run, s.display AS source
     FROM runs AS r JOIN sources AS s USING (source_id)
-    WHERE ($source IS NULL OR s.display = $source OR s.path = $source)
-      AND ($run IS NULL OR r.ordinal = $run)
+    WHERE chosen_source(s.display, s.path, $source)
+      AND chosen(r.ordinal, $run)
 ),
 -- The batch and access tables are joined to runs directly: their `_by_run` views also label ranks and
 -- model roles, which these totals do not need (0.37 -> 0.2 s on a 2M-line journal).
@@ -35,7 +35,8 @@ decode AS (
 ),
 http AS (
     SELECT source_id, run, sum(n)::BIGINT AS http_requests, coalesce(sum(n) FILTER (status >= 400), 0)::BIGINT AS http_errors,
-           json_group_object(method || ' ' || route || ' ' || status, n) AS requests_by_path_status
+           to_json(map(list(method || ' ' || route || ' ' || status ORDER BY method, route, status),
+                               list(n ORDER BY method, route, status))) AS requests_by_path_status
     FROM (SELECT e.source_id, r.ordinal AS run, method, split_part(path, '?', 1) AS route, status,
                  count(*) AS n
           FROM http_requests AS e

@@ -6,7 +6,7 @@
 -- Columns: id, format, messages, n_tool_calls
 -- Parameters: $session (session id, NULL for all).
 WITH calls AS (
-    SELECT session_id, json_group_object(tool, n) AS tool_calls, sum(n)::BIGINT AS n_tool_calls
+    SELECT session_id, to_json(map(list(tool ORDER BY tool), list(n ORDER BY tool))) AS tool_calls, sum(n)::BIGINT AS n_tool_calls
     FROM (SELECT session_id, tool, count(*) AS n FROM tool_calls GROUP BY ALL)
     GROUP BY session_id
 ),
@@ -49,5 +49,5 @@ LEFT JOIN calls AS c ON c.session_id = s.id
 LEFT JOIN unit_writes AS u ON u.session_id = s.id
 LEFT JOIN embedded AS e ON e.session_id = s.id
 LEFT JOIN session_clock AS k ON k.session_id = s.id
-WHERE $session IS NULL OR s.id = $session
+WHERE chosen(s.id, $session)
 ORDER BY started_at_utc NULLS LAST, s.id;

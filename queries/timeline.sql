@@ -13,22 +13,22 @@ WITH server AS (
     JOIN sources AS s USING (source_id)
     LEFT JOIN runs AS r ON r.source_id = l.source_id AND l.line_no BETWEEN r.first_line_no AND r.last_line_no
     WHERE l.kind IS NOT NULL AND l.kind <> 'blank'
-      AND ($source IS NULL OR s.display = $source OR s.path = $source)
-      AND ($run IS NULL OR r.ordinal = $run)
+      AND chosen_source(s.display, s.path, $source)
+      AND chosen(r.ordinal, $run)
       AND $session IS NULL
 ),
 agent_messages AS (
     SELECT m.created_at + to_seconds(coalesce(k.utc_offset_s, 0)) AS ts, m.session_id AS source, NULL::INTEGER AS run,
            m.idx AS line_no, m.role AS actor, 'message' AS kind, m.model AS rank, left(m.text, 500) AS text
     FROM messages AS m LEFT JOIN session_clock AS k USING (session_id)
-    WHERE ($session IS NULL OR m.session_id = $session) AND $source IS NULL AND $run IS NULL
+    WHERE chosen(m.session_id, $session) AND $source IS NULL AND $run IS NULL
 ),
 agent_tools AS (
     SELECT t.started_at + to_seconds(coalesce(k.utc_offset_s, 0)) AS ts, t.session_id, NULL::INTEGER,
            t.message_index, 'agent', 'tool_call:' || t.tool, NULL,
            left(coalesce(json_extract_string(t.input, '$.command'), CAST(t.input AS VARCHAR)), 500)
     FROM tool_calls AS t LEFT JOIN session_clock AS k USING (session_id)
-    WHERE ($session IS NULL OR t.session_id = $session) AND $source IS NULL AND $run IS NULL
+    WHERE chosen(t.session_id, $session) AND $source IS NULL AND $run IS NULL
 )
 SELECT * FROM server
 UNION ALL SELECT * FROM agent_messages

@@ -23,5 +23,5 @@ SELECT
     t.child_session_id,
     length(t.output) AS output_chars
 FROM tool_calls AS t
-WHERE $session IS NULL OR t.session_id = $session
+WHERE chosen(t.session_id, $session)
 ORDER BY t.session_id, t.message_index, t.started_at, t.call_id;

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 
 import duckdb
 import pytest
@@ -17,16 +14,6 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 SAMPLE = SHARED / "samples" / "kimi-k25"
 CORPUS = SHARED / "corpus" / "sglang"
-
-
-def load_script(name: str, path: Path) -> ModuleType:
-    """Import a script that is no package module (bench/, examples/) by its path."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up here
-    spec.loader.exec_module(module)
-    return module
 
 
 def shared_path(*parts: str) -> Path:

@@ -9,12 +9,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from logmine.parsers.sglang import Classifier, parse_prefix, split_carriage_returns
+from logmine.parsers.progress_bars import split_carriage_returns
 from logmine.parsers.sglang_catalogue import Catalogue, read_templates
+from logmine.parsers.sglang_classifier import Classifier
 from logmine.parsers.sglang_formats import NOTICE_HEADS
+from logmine.parsers.sglang_prefix import parse_prefix
 from logmine.parsers.vector_columns import flags
 
-from .conftest import CORPUS, REPO, load_script
+from logmine.scripts import load_script
+
+from .conftest import CORPUS, REPO
 from .test_formats import ingest_lines
 
 SHIPPED = Path(__file__).resolve().parents[1] / "parsers" / "sglang_catalogue.tsv"
@@ -98,7 +102,7 @@ def test_real_logs_prefixed_lines_are_typed_or_named(path: Path, ingested) -> No
 def test_coverage_report_names_every_catalogue_template_and_most_calls() -> None:
     """bench/catalogue_coverage.py on the shipped data: each template names its own line, and the
     newest releases' calls are mostly named (the rest are bare `logger.info(msg)` calls)."""
-    coverage = load_script("catalogue_coverage", REPO / "bench" / "catalogue_coverage.py").measure()
+    coverage = load_script(REPO / "bench" / "catalogue_coverage.py").measure()
     assert coverage.unnamed_templates == 0
     assert coverage.releases[0] == "v0.4.0" and "v0.5.18" in coverage.releases
     assert all(0.85 <= coverage.share(r) < 1 for r in coverage.releases)

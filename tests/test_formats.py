@@ -11,7 +11,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from logmine.parsers import sglang_formats as formats
-from logmine.parsers.sglang import Classifier
+from logmine.parsers.events import COMMON_COLUMNS, TABLES_BY_NAME
+from logmine.parsers.sglang_classifier import Classifier
 from logmine.parsers.vector_columns import bounded_int, bounded_ints, flags
 
 from logmine import api
@@ -187,10 +188,8 @@ def test_a_number_reads_alike_on_the_block_and_the_line_by_line_paths(text: str 
     assert bounded_int(text, limit) == bounded_ints(pa.array([text], pa.string()), limit)[0].as_py()
 
 
-def test_every_group_and_constant_of_a_pattern_is_a_column_of_its_table() -> None:
-    """The format table and the event tables name each field once: a group with no column would be lost."""
-    from logmine.parsers.events import COMMON_COLUMNS, TABLES_BY_NAME
-
+def fields_without_a_column() -> list[tuple[str, str, str]]:
+    """(kind, table, field) of every regex group or constant of the format table that no column stores."""
     missing = []
     for p in formats.ALL_PATTERNS:
         table = TABLES_BY_NAME.get(p.table)
@@ -199,7 +198,29 @@ def test_every_group_and_constant_of_a_pattern_is_a_column_of_its_table() -> Non
             continue
         fields = [g for g in re.compile(p.regex).groupindex if not g.startswith("_")] + list(p.const)
         missing += [(p.kind, p.table, f) for f in fields if f not in table.columns and f not in COMMON_COLUMNS]
-    assert missing == []
+    return missing
+
+
+def test_every_group_and_constant_of_a_pattern_is_a_column_of_its_table() -> None:
+    """The format table and the event tables name each field once: a group with no column would be lost."""
+    assert fields_without_a_column() == []
+
+
+def test_a_new_message_kind_is_one_pattern_entry_and_one_schema_entry(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Supporting a new message is its `Pattern` (with its example) and, for a field no table has, the
+    column: added here at run time, the next ingest types the line with nothing else changed."""
+    new = formats.Pattern("warmup_finished", "server_events", rf"Warmup finished in {formats.num('warmup_s')} s\.",
+                          "a later release", "Warmup finished in 12.5 s.")
+    monkeypatch.setattr(formats, "ALL_PATTERNS", (*formats.ALL_PATTERNS, new))
+    assert fields_without_a_column() == [("warmup_finished", "server_events", "warmup_s")]
+    monkeypatch.setitem(TABLES_BY_NAME["server_events"].columns, "warmup_s", pa.float64())
+    assert fields_without_a_column() == []
+
+    con = ingest_lines(tmp_path, [f"[2026-03-01 10:00:00 DP1 TP2] {new.example}"])
+    assert con.execute("SELECT line_no, kind, warmup_s, dp, tp FROM server_events").fetchall() == [
+        (1, "warmup_finished", 12.5, 1, 2)]
+    assert kinds_of(con) == ["warmup_finished"]
 
 
 def test_storing_a_column_the_table_lacks_is_an_error() -> None:

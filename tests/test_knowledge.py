@@ -41,10 +41,10 @@ def test_sample_claims_get_the_truth_verdicts(ingested) -> None:
 
 
 def test_arithmetic_inside_a_claim_is_checked() -> None:
-    from logmine import claims, nlp
+    from logmine import claims, nlp, verdicts
 
     doc = nlp.pipeline()("The pool is 2 x 10.42 = 22.8 GB per GPU and 44.77 GB x 8 = 358 GB in total.")
-    rows = claims.claims_of_doc(doc, {}, 0, 0, lambda settings: (None, {}))
+    rows = [verdicts.judged(reading, None, {}) for reading in claims.read_claims(doc, 0, 0)]
     by_value = {r["value"]: r for r in rows}
     assert by_value[22.8]["verdict"] == "inconsistent" and by_value[22.8]["cause"].startswith("arithmetic: 2 x 10.42")
     assert by_value[358.0]["verdict"] == "unverifiable" and by_value[358.0]["arithmetic"] == "44.77 GB x 8 = 358.2"
@@ -83,6 +83,26 @@ def test_log_only_ingest_does_not_import_spacy(tmp_path) -> None:
               "print('spacy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_prose_is_read_once_and_claims_are_judged_again_when_runs_change(tmp_path) -> None:
+    """A journal ingested after the transcript re-judges the claims against its runs without reading the
+    prose again (no spaCy); the verdicts equal those of ingesting both at once."""
+    demo = REPO / "examples" / "demo"
+    together, apart = tmp_path / "together.duckdb", tmp_path / "apart.duckdb"
+    api.ingest([str(demo / "journal.txt"), str(demo / "session.opencode.json")], db=together)
+    api.ingest([str(demo / "session.opencode.json")], db=apart)
+    script = ("import sys; from logmine import api; "
+              f"api.ingest([{str(demo / 'journal.txt')!r}], db={str(apart)!r}); print('spacy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+    claims = "SELECT * EXCLUDE (source_id) FROM claims ORDER BY ALL"  # the inputs are numbered in another order
+    with api.open_db(together) as a, api.open_db(apart) as b:
+        expected = a.execute(claims).fetchall()
+        assert b.execute(claims).fetchall() == expected
+        consistent = "SELECT count(*) FROM claims WHERE verdict = 'consistent'"
+        assert b.execute(consistent).fetchone()[0] >= 3  # judged against the journal's runs
+        assert b.execute("SELECT count(*) FROM facts").fetchone() == a.execute("SELECT count(*) FROM facts").fetchone()
 
 
 def test_every_entity_kind_and_normalised_quantities() -> None:

@@ -8,7 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from logmine import api, derive
+from logmine import api
+from logmine import runs as run_segmentation
 
 from .conftest import SAMPLE, shared_path
 
@@ -182,7 +183,7 @@ def test_journald_pids_whose_lifetimes_overlap_are_one_launch(tmp_path) -> None:
 def test_a_crash_loop_of_many_restarts_is_one_run_each(tmp_path, monkeypatch, range_join_max_runs: int) -> None:
     """systemd restarting a failing server for hours: each start is a run with its own PID, times and
     config, read in a few grouped queries rather than several per run."""
-    monkeypatch.setattr(derive, "RANGE_JOIN_MAX_RUNS", range_join_max_runs)
+    monkeypatch.setattr(run_segmentation, "RANGE_JOIN_MAX_RUNS", range_join_max_runs)
     lines = []
     for i in range(1500):
         stamp, pid = f"Mar 01 {8 + i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d}", 1000 + i
@@ -252,3 +253,33 @@ def test_start_and_exit_lines_without_a_time_are_counted_in_runs_and_the_summary
     assert "2 start, stop or exit lines have no time of their own" in api.summary_text(report.as_dict())
     with api.open_db(tmp_path / "t.duckdb") as con:
         assert api.runs(con)["untimed_markers"].tolist() == [2]
+
+
+def test_derived_views_ship_as_documents_but_are_no_named_queries() -> None:
+    """queries/views/ holds the `_by_run` views and the parameter macros: run at every ingest, never
+    offered by `logmine queries`."""
+    from importlib import resources
+
+    from logmine import named_queries
+
+    views = {f.name[:-4] for f in resources.files("logmine.queries").joinpath("views").iterdir()
+             if f.name.endswith(".sql")}
+    assert {"by_run", "chosen"} <= views
+    assert not views & set(named_queries.names())
+
+
+def test_the_by_run_views_know_every_rank_tag_of_the_formats() -> None:
+    """queries/views/by_run.sql names the rank columns in SQL; a rank tag added to the formats must be
+    added there too, or this fails."""
+    from importlib import resources
+
+    from logmine.parsers.sglang_formats import RANK_COLUMNS
+
+    text = resources.files("logmine.queries").joinpath("views", "by_run.sql").read_text()
+    assert f"SELECT source_id, run, {', '.join(RANK_COLUMNS)}, line_no AS draft_from_line" in text
+    assert text.count(f"PARTITION BY source_id, run, {', '.join(RANK_COLUMNS)}") == 2
+    assert f"PARTITION BY e.source_id, r.ordinal, {', '.join('e.' + c for c in RANK_COLUMNS)}" in text
+    for column in RANK_COLUMNS:
+        for wanted in (f"'{column.upper()}' || e.{column}", f"coalesce(e.{column}, 0) = 0",
+                       f"e.{column} IS NOT DISTINCT FROM d.{column}"):
+            assert wanted in text, wanted

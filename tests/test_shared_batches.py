@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import signal
 import subprocess
@@ -16,13 +17,15 @@ from logmine.parsers.envelopes import TimeContext
 
 from logmine import api
 from logmine import ingest as ingest_module
-from logmine.ingest import WORKER_MIN_BYTES, ParsePlan, parse_batches, parse_in_worker, typed_batch
-from logmine.shared_batches import SharedSlots
+from logmine.ingest import WORKER_MIN_BYTES, ParsePlan, parse_batches, typed_batch
+from logmine.scripts import load_script
 from logmine.sources import describe
+from logmine.worker.parse import parse_in_worker
+from logmine.worker.slots import SharedSlots
 
-from .conftest import REPO, load_script
+from .conftest import REPO
 
-synth = load_script("synth_journal", REPO / "bench" / "synth_journal.py")
+synth = load_script(REPO / "bench" / "synth_journal.py")
 
 JOURNAL_LINE = ("Mar 01 08:19:{s:02d} gpu-node-7 python3[266172]: [2026-03-01 08:19:{s:02d} TP0] Decode batch, "
                 "#running-req: 1, #token: {n}, token usage: 0.00, cuda graph: True, gen throughput (token/s): "
@@ -55,7 +58,8 @@ def test_the_worker_sends_what_parse_batches_makes(tmp_path: Path) -> None:
     # Each table is compared as soon as it arrives: a slot is reused once the next batch is asked for.
     # The worker may have typed a batch's statistics already, so both sides are compared fully typed.
     through_worker = 0
-    for (line_no, expected), parsed in zip(in_process, parse_in_worker(plan), strict=True):
+    sent = parse_in_worker(plan, parse_batches, functools.partial(typed_batch, stats=True))
+    for (line_no, expected), parsed in zip(in_process, sent, strict=True):
         assert parsed.line_no == line_no
         received = typed_batch(parsed.tables, stats=True)
         assert sorted(received) == sorted(expected)

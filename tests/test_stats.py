@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
-from logmine.parsers.sglang import expand_stats, parse_stats
+from logmine.parsers.batch_stats import expand_stats, parse_stats
 from logmine.parsers.vector_columns import cut
 
 DECODE = ("#running-req: 1, #token: 82, token usage: 0.00, cuda graph: True, gen throughput (token/s): 73.90, "

@@ -8,12 +8,14 @@ import re
 
 import pytest
 
-from .conftest import REPO, load_script
+from logmine.scripts import load_script
+
+from .conftest import REPO
 
 DEMO = REPO / "examples" / "demo"
 
 
-synth = load_script("synth_journal", REPO / "bench" / "synth_journal.py")
+synth = load_script(REPO / "bench" / "synth_journal.py")
 
 SHORT_LINE = re.compile(r"^[A-Z][a-z]{2} \d\d \d\d:\d\d:\d\d \S+ (systemd\[1\]|python3?\[\d+\]): ")
 
@@ -90,7 +92,7 @@ def test_demo_session_has_two_unit_writes() -> None:
 
 
 def test_demo_is_reproducible() -> None:
-    demo = load_script("make_demo", DEMO / "make_demo.py")
+    demo = load_script(DEMO / "make_demo.py")
     j = demo.build_journal()
     assert demo.journal_text(j) == (DEMO / "journal.txt").read_text(encoding="utf-8")
     session, _ = demo.build_session(j)

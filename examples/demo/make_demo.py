@@ -25,11 +25,11 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from logmine.scripts import load_script
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-sys.path.insert(0, str(REPO / "bench"))  # bench/ is a folder of scripts, not a package
-
-import synth_journal as sj  # noqa: E402 - needs the path above
+sj = load_script(REPO / "bench" / "synth_journal.py")
 
 SEED = 20260312
 UTC_OFFSET_S = 3600  # gpu-box runs on CET (UTC+1); opencode stores epoch ms (UTC)

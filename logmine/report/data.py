@@ -66,7 +66,7 @@ def gather(con: duckdb.DuckDBPyConnection, runs: Sequence[int] | None = None, so
     keep = [(s, r) in wanted for s, r in zip(diffs["source"], diffs["to_run"], strict=True)]
     diffs = diffs.loc[pd.Series(keep, index=diffs.index, dtype=bool)]
     messages = named_queries.execute_sql(con, """
-        SELECT session_id, idx, id, role, text FROM messages WHERE $session IS NULL OR session_id = $session
+        SELECT session_id, idx, id, role, text FROM messages WHERE chosen(session_id, $session)
         ORDER BY session_id, idx""", session=session)
     data = ReportData(frames, diffs.reset_index(drop=True), messages, claims(con, session))
     for row in frames["evidence"].itertuples(index=False):

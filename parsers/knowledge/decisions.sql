@@ -38,16 +38,17 @@ calls AS (
     GROUP BY ALL
 ),
 unit_writes AS (
-    SELECT r.session_id, r.idx, string_agg(DISTINCT c.path, ', ') AS paths
+    SELECT r.session_id, r.idx, string_agg(DISTINCT c.path, ', ' ORDER BY c.path) AS paths
     FROM requests AS r JOIN config_snapshots AS c ON c.session_id = r.session_id AND c.origin = 'unit_file'
          AND c.message_index > r.idx AND c.message_index < r.next_idx
     GROUP BY ALL
 ),
 restarts AS (
-    SELECT r.session_id, r.idx, string_agg(DISTINCT regexp_extract(c.command, '(systemctl\s+(--?\S+\s+)*(re)?start\s+[\w@.-]+|docker\s+(re)?start\s+\S+|\bkill\s+(-\S+\s+)*\d+)'), ' | ') AS commands
-    FROM requests AS r JOIN commands AS c ON c.session_id = r.session_id
-         AND c.message_index > r.idx AND c.message_index < r.next_idx
-    WHERE regexp_matches(c.command, '(systemctl\s+(--?\S+\s+)*(re)?start\s+[\w@.-]+|docker\s+(re)?start\s+\S+|\bkill\s+(-\S+\s+)*\d+)')
+    SELECT session_id, idx, string_agg(DISTINCT restart, ' | ' ORDER BY restart) AS commands
+    FROM (SELECT r.session_id, r.idx, regexp_extract(c.command, '(systemctl\s+(--?\S+\s+)*(re)?start\s+[\w@.-]+|docker\s+(re)?start\s+\S+|\bkill\s+(-\S+\s+)*\d+)') AS restart
+          FROM requests AS r JOIN commands AS c ON c.session_id = r.session_id
+               AND c.message_index > r.idx AND c.message_index < r.next_idx)
+    WHERE restart <> ''
     GROUP BY ALL
 ),
 changes AS (
@@ -69,7 +70,7 @@ SELECT q.session_id, q.id, q.idx,
        CASE WHEN r.ordinal IS NOT NULL THEN json_object(
            'started_at', r.started_at, 'ready_at', r.ready_at, 'end_reason', r.end_reason,
            'end_detail', r.end_detail,
-           'errors', (SELECT to_json(list(DISTINCT e.kind)) FROM errors AS e WHERE e.source_id = r.source_id
+           'errors', (SELECT to_json(list(DISTINCT e.kind ORDER BY e.kind)) FROM errors AS e WHERE e.source_id = r.source_id
                       AND e.first_line_no BETWEEN r.first_line_no AND r.last_line_no),
            'host_cache_gb_total', (SELECT round(sum(h.host_gb), 2) FROM host_cache_by_run AS h WHERE h.source_id = r.source_id
                       AND h.run = r.ordinal AND h.kind = 'hicache_host_alloc'),

@@ -1,0 +1,116 @@
+"""Run a parse in the worker process and yield its batches in the main process.
+
+The worker knows nothing of logs: it is handed a picklable plan, the function that parses it into
+batches, and the function that finishes typing a batch. A batch is any object with `tables` (table
+name → Arrow table) and `final` (the last batch of the input).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import queue as queue_errors
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pyarrow as pa
+
+from .processes import tune_for_ingest, worker_context
+from .slots import SharedSlots
+
+WORKER_QUEUE = 2  # batches parsed ahead of the main process
+Tables = dict[str, pa.Table]
+
+
+def parse_in_worker(plan: object, parse: Callable[[Any], Iterator[Any]],
+                    finish_typing: Callable[[Tables], Tables]) -> Iterator[Any]:
+    """`parse(plan)` in a second process, so parsing and the DuckDB appends use both cores.
+
+    Batches come through shared slots (`slots`), each handed back once the next batch is asked for; a
+    batch too large for a slot, or every batch when no slot file could be made, comes through the
+    queue. Both are bounded: the worker waits while the database falls behind, keeping memory flat.
+    While the main process has a batch waiting, the worker also applies `finish_typing`, so that the
+    main process need not.
+    """
+    context = worker_context()
+    queue = context.Queue(maxsize=WORKER_QUEUE)
+    free = context.Queue()
+    slots = SharedSlots.create(WORKER_QUEUE + 1)
+    for slot in range(slots.slots if slots else 0):
+        free.put(slot)
+    worker = context.Process(target=_parse_worker, args=(plan, parse, finish_typing, queue, slots, free),
+                             daemon=True)
+    finished = False
+    try:
+        worker.start()
+        while True:
+            item = queue.get()
+            if isinstance(item, BaseException):
+                raise item
+            parsed, layout = item
+            if layout is not None:
+                parsed.tables = slots.read(layout)
+            yield parsed
+            if parsed.final:
+                finished = True
+                return
+            if layout is not None:
+                free.put(layout.slot)
+    finally:
+        if not finished:  # stopped early (Ctrl-C, a failed append): the worker's batches are not wanted
+            worker.kill()
+        worker.join(timeout=5)
+        if worker.is_alive():
+            worker.kill()
+        if slots:
+            slots.remove()
+
+
+def _parse_worker(plan: object, parse: Callable[[Any], Iterator[Any]], finish_typing: Callable[[Tables], Tables],
+                  queue: multiprocessing.Queue, slots: SharedSlots | None, free: multiprocessing.Queue) -> None:
+    """Parse and send batches; give up if the main process dies (killed), since nobody would read them."""
+    tune_for_ingest()
+    if slots:
+        slots.attach()
+        slots.remove()  # both processes have it mapped: a killed ingest leaves no file behind
+    try:
+        for parsed in parse(plan):
+            if _has_backlog(queue):
+                # The main process is behind: finish typing the batch here, so that it need not.
+                parsed.tables = finish_typing(parsed.tables)
+            layout = None
+            if slots:
+                slot = _patiently(free.get)
+                layout = slots.write(slot, parsed.tables)
+                if layout is None:
+                    free.put(slot)
+                else:
+                    parsed.tables = {}
+            _patiently(queue.put, (parsed, layout))
+    except MainProcessGone:
+        return
+    except BaseException as exc:  # reported to, and raised in, the main process
+        with contextlib.suppress(MainProcessGone):
+            _patiently(queue.put, exc)
+
+
+def _has_backlog(queue: multiprocessing.Queue) -> bool:
+    """Whether a sent batch is still waiting for the main process (never, where qsize is unknown: macOS)."""
+    try:
+        return queue.qsize() > 0
+    except NotImplementedError:
+        return False
+
+
+class MainProcessGone(Exception):
+    pass
+
+
+def _patiently(call: Callable, *args: object) -> object:
+    """A blocking queue `get` or `put` that stops waiting once the main process is gone."""
+    while True:
+        try:
+            return call(*args, timeout=1)
+        except (queue_errors.Empty, queue_errors.Full):
+            if not multiprocessing.parent_process().is_alive():
+                raise MainProcessGone from None

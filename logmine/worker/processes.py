@@ -1,0 +1,104 @@
+"""How the parse worker process is started, and the process-wide settings of the processes an ingest owns.
+
+Starting Python and importing pyarrow, numpy and the parser takes most of a second. A forkserver pays
+that once, in the background: the `logmine ingest` command starts it before loading the CLI itself, so
+the two overlap, and each worker is then a fork of a process that has nothing else running. Where
+there is no forkserver (Windows), workers are spawned.
+
+The settings (`single_threaded_blas`, `tune_for_ingest`) apply to the CLI and the parse worker only: the
+library never applies them to a caller's process (a notebook kernel would keep the memory, and its
+objects would escape the garbage collector).
+
+This module imports nothing heavy, so that starting the server early costs the command nothing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+from multiprocessing.context import BaseContext
+
+PRELOAD = ["logmine.ingest"]
+M_TRIM_THRESHOLD = -1  # glibc's mallopt parameters
+M_MMAP_THRESHOLD = -3
+
+
+def worker_context() -> BaseContext:
+    """The multiprocessing context parse workers are started from."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(PRELOAD)
+    _ensure_server()
+    return context
+
+
+def start_early() -> None:
+    """Start the forkserver now, so that it loads the parser while the caller loads the rest."""
+    worker_context()
+
+
+def _ensure_server() -> None:
+    """Start the forkserver ignoring Ctrl-C, and so its workers: the main process answers it (a worker
+    interrupted by the terminal's SIGINT printed its traceback; the main process stops it)."""
+    from multiprocessing import forkserver
+
+    if threading.current_thread() is not threading.main_thread():
+        forkserver.ensure_running()
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited by the server through exec
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def single_threaded_blas() -> None:
+    """Ask numpy's OpenBLAS for no thread pool; call before numpy is imported.
+
+    logmine makes no BLAS calls, yet the pool's threads took ~2% of both cores, which the parse worker
+    and the DuckDB appends already fill.
+    """
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+def tune_for_ingest() -> None:
+    """Reuse freed memory, and stop scanning the objects that exist now for garbage cycles.
+
+    Every batch allocates arrays of the same large sizes again, and fresh pages cost a page fault
+    each. glibc is told to keep freed blocks in its heap, and Arrow's buffers are moved there too:
+    Arrow's default pool (mimalloc) hands freed pages back within milliseconds, which cost the parse
+    worker a third of its CPU time. Freezing the objects of the imported modules keeps the collector's
+    full passes, triggered by the batches' short-lived objects, from walking them every time.
+    """
+    gc.freeze()
+    if not sys.platform.startswith("linux"):
+        return
+    import pyarrow as pa
+
+    pa.set_memory_pool(pa.system_memory_pool())
+    try:
+        mallopt = ctypes.CDLL("libc.so.6").mallopt
+    except (OSError, AttributeError):  # not glibc
+        return
+    mallopt(M_MMAP_THRESHOLD, 256 << 20)
+    mallopt(M_TRIM_THRESHOLD, 512 << 20)
+
+
+def release_free_memory() -> None:
+    """Hand the heap's free pages back to the system (glibc), which `tune_for_ingest` tells to keep them.
+
+    A transcript's batches hold texts of every size, freed for good after they are stored; kept, their
+    pages grew the process by the size of the transcript (1.3 GB for 200 MB).
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        return

@@ -1,0 +1,70 @@
+-- The `<table>_by_run` views: each event of an SGLang log with the run (server launch) it belongs to,
+-- its rank's label and the model it concerns.
+--
+-- A rank is named by its parallelism coordinates, in the order SGLang's prefix prints them:
+-- dp, pp, attn_cp, moe_dp, tp, ep (an absent one is NULL). Rank 0 is the rank whose coordinates are all
+-- 0 or absent. The model role is `draft` from a rank's second `Load weight begin` on (speculative
+-- decoding loads the draft model after the target), else `target`.
+
+-- draft_starts: the line where each rank of a run starts loading its draft model.
+CREATE OR REPLACE VIEW draft_starts AS
+SELECT source_id, run, dp, pp, attn_cp, moe_dp, tp, ep, line_no AS draft_from_line
+FROM (
+    SELECT r.source_id, r.ordinal AS run, e.*,
+           row_number() OVER (PARTITION BY e.source_id, r.ordinal, e.dp, e.pp, e.attn_cp, e.moe_dp, e.tp, e.ep
+                              ORDER BY e.line_no) AS n
+    FROM weight_loads AS e
+    JOIN runs AS r ON e.source_id = r.source_id AND e.line_no BETWEEN r.first_line_no AND r.last_line_no
+    WHERE e.kind = 'load_weight_begin'
+)
+WHERE n = 2;
+
+-- placed_by_run(event_table): the table's events with their run, rank label, whether the rank is rank 0,
+-- and the line from which that rank loads its draft model (NULL without a draft).
+CREATE OR REPLACE MACRO placed_by_run(event_table) AS TABLE
+SELECT r.ordinal AS run,
+       concat_ws(' ', 'DP' || e.dp, 'PP' || e.pp, 'ATTN_CP' || e.attn_cp, 'MOE_DP' || e.moe_dp,
+                 'TP' || e.tp, 'EP' || e.ep) AS rank,
+       (coalesce(e.dp, 0) = 0 AND coalesce(e.pp, 0) = 0 AND coalesce(e.attn_cp, 0) = 0
+        AND coalesce(e.moe_dp, 0) = 0 AND coalesce(e.tp, 0) = 0 AND coalesce(e.ep, 0) = 0) AS is_rank0,
+       d.draft_from_line, e.*
+FROM query_table(event_table) AS e
+JOIN runs AS r ON e.source_id = r.source_id AND e.line_no BETWEEN r.first_line_no AND r.last_line_no
+LEFT JOIN draft_starts AS d
+    ON d.source_id = e.source_id AND d.run = r.ordinal
+   AND e.dp IS NOT DISTINCT FROM d.dp AND e.pp IS NOT DISTINCT FROM d.pp
+   AND e.attn_cp IS NOT DISTINCT FROM d.attn_cp AND e.moe_dp IS NOT DISTINCT FROM d.moe_dp
+   AND e.tp IS NOT DISTINCT FROM d.tp AND e.ep IS NOT DISTINCT FROM d.ep;
+
+-- events_by_run(event_table): what every `<table>_by_run` view shows (one is made per event table,
+-- `CREATE VIEW <table>_by_run AS SELECT * FROM events_by_run('<table>')`, except kv_cache's below).
+CREATE OR REPLACE MACRO events_by_run(event_table) AS TABLE
+SELECT run, rank, is_rank0,
+       CASE WHEN draft_from_line IS NOT NULL AND line_no >= draft_from_line THEN 'draft' ELSE 'target' END
+           AS model_role,
+       * EXCLUDE (run, rank, is_rank0, draft_from_line)
+FROM placed_by_run(event_table);
+
+-- kv_cache_by_run: a KV pool is the draft's only once the target's pool is complete, since some drafts
+-- (DFLASH) load their weights before the target's pools are sized. The target's pool is complete at its
+-- first KV allocation outside a sliding-window group (which logs two allocations, then
+-- `SWAKVPool mem usage`).
+CREATE OR REPLACE VIEW kv_cache_by_run AS
+WITH placed AS (
+    SELECT *,
+        max(line_no) FILTER (kind = 'swa_pool_split') OVER upto AS last_split,
+        max(line_no) FILTER (kind = 'swa_pool_usage') OVER upto AS last_usage
+    FROM placed_by_run('kv_cache')
+    WINDOW upto AS (PARTITION BY source_id, run, dp, pp, attn_cp, moe_dp, tp, ep
+                    ORDER BY line_no ROWS UNBOUNDED PRECEDING)
+), pools AS (
+    SELECT *, min(line_no) FILTER (kind = 'swa_pool_usage' OR (kind = 'kv_cache_allocated' AND
+                                   (last_split IS NULL OR last_usage > last_split)))
+                  OVER (PARTITION BY source_id, run, dp, pp, attn_cp, moe_dp, tp, ep) AS target_pool_end
+    FROM placed
+)
+SELECT run, rank, is_rank0,
+       CASE WHEN draft_from_line IS NOT NULL AND line_no >= draft_from_line AND line_no > target_pool_end
+            THEN 'draft' ELSE 'target' END AS model_role,
+       * EXCLUDE (run, rank, is_rank0, draft_from_line, last_split, last_usage, target_pool_end)
+FROM pools;
