@@ -162,17 +162,19 @@ def complete_json_lines(head: bytes) -> list[dict[str, Any]]:
 
 
 # What the agents write into a tool's result when the call did not end by itself, per cause. Anchored
-# at the start of the result, except the shell tools' metadata notes, which follow the output.
-TOOL_ENDINGS: tuple[tuple[str, re.Pattern[str]], ...] = (
+# at the start of the result, except the shell tools' metadata notes, which follow the output (those
+# name a text every match holds, looked for first: the regex alone took 1.5 ms on a 35 KB output).
+TOOL_ENDINGS: tuple[tuple[str, re.Pattern[str], str], ...] = (
     # opencode: `<bash_metadata>` (`<shell_metadata>` from v1.14.34) after the output
-    ("timeout", re.compile(r"\b(?:bash|shell|terminal) tool terminated command after exceeding timeout")),
-    ("interrupt", re.compile(r"^User aborted the command$", re.MULTILINE)),
+    ("timeout", re.compile(r"\b(?:bash|shell|terminal) tool terminated command after exceeding timeout"),
+     " tool terminated command after exceeding timeout"),
+    ("interrupt", re.compile(r"^User aborted the command$", re.MULTILINE), "User aborted the command"),
     # Claude Code, Codex and shell tools of other agents
-    ("timeout", re.compile(r"\A\s*(?:Error: )?[Cc]ommand timed out after")),
-    ("interrupt", re.compile(r"\A\s*\[Request interrupted by user")),
+    ("timeout", re.compile(r"\A\s*(?:Error: )?[Cc]ommand timed out after"), ""),
+    ("interrupt", re.compile(r"\A\s*\[Request interrupted by user"), ""),
     ("denied", re.compile(r"\A\s*(?:The user doesn't want to proceed with this tool use"
                           r"|Permission to use \S+ has been denied|\S+ requested permissions? to use"
-                          r"|exec command rejected by user)")),
+                          r"|exec command rejected by user)"), ""),
 )
 
 
@@ -180,6 +182,7 @@ def classify_ending(call: ToolCall) -> None:
     """Flag a call that a timeout, an interrupt or a denied permission ended (a reader may already
     have from a structured field) as an error: such a call did not do what it was asked."""
     if call.ended_by is None and call.output:
-        call.ended_by = next((cause for cause, pattern in TOOL_ENDINGS if pattern.search(call.output)), None)
+        call.ended_by = next((cause for cause, pattern, held in TOOL_ENDINGS
+                              if held in call.output and pattern.search(call.output)), None)
     if call.ended_by is not None:
         call.status, call.is_error = "error", True
