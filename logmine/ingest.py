@@ -188,6 +188,9 @@ def _read_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, 
         found = execute(con, "SELECT CAST(ts AS VARCHAR), kind FROM lines WHERE source_id = ? AND line_no = ?",
                     [source_id, first_line - 1])
         plan.last_ts, plan.last_kind = found[0] if found else (None, None)
+        if plan.last_ts and fmt == "journal-short":
+            # The year its stamps had reached, and the month a later January is seen to roll over from.
+            time.year, time.last_month = int(plan.last_ts[:4]), int(plan.last_ts[5:7])
     if inp.path != "-" and (inp.size or 0) >= WORKER_MIN_BYTES:
         stream.close()  # the worker process reopens the file
         batches = parse_in_worker(plan, parse_batches, functools.partial(typed_batch, stats=True))
