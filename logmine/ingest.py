@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import itertools
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -34,6 +34,7 @@ from .parsers.events import COMMON_COLUMNS, EVENT_TABLES
 from .parsers.log_lines import LINE_COLUMNS, ColumnBatch, LineParser, table_columns
 from .parsers.transcripts.model import TranscriptUnreadable
 from .redact import Redactor
+from .source_identity import content_hasher, content_kept, prefix_hashes, same_content
 from .sources import (
     BLOCK_BYTES,
     SNIFF_BYTES,
@@ -76,16 +77,18 @@ Progress = Callable[[str, int, int | None], None]  # (input name, bytes done, by
 class SourceReport:
     path: str
     source_id: int
-    status: str  # new, grown, unchanged, replaced
+    status: str  # new, grown, unchanged, replaced, copy (see `note`)
     envelope: str | None = None
     lines_read: int = 0
     lines_typed: int = 0
     lines_untyped: int = 0
     by_kind: Counter = field(default_factory=Counter)
     untimed_markers: int = 0  # in the whole source, once its runs are derived
+    note: str | None = None  # what was done and why, when its content was seen before or changed
 
     def as_dict(self) -> dict:
-        return {"path": self.path, "source_id": self.source_id, "status": self.status, "format": self.envelope,
+        return {"path": self.path, "source_id": self.source_id, "status": self.status, "note": self.note,
+                "format": self.envelope,
                 "lines_read": self.lines_read, "lines_typed": self.lines_typed,
                 "lines_untyped": self.lines_untyped, "by_kind": dict(self.by_kind.most_common()),
                 "untimed_markers": self.untimed_markers}
@@ -119,15 +122,30 @@ def ingest_logs(con: duckdb.DuckDBPyConnection, paths: list[str], envelope: str 
         raise InputError(f"unknown format {envelope!r}; choose one of {', '.join(FORMATS)}")
     ensure_tables(con, {name: table_columns(name) for name in LOG_TABLES})
     report = IngestReport(db="")
-    for path in paths:
+    read: dict[str, SourceReport] = {}
+    for path in reading_order(con, paths):
         interrupts.check()
         try:
-            report.sources.append(ingest_log(con, describe_input(path), envelope, progress, redact))
+            read[path] = ingest_log(con, describe_input(path), envelope, progress, redact)
         except duckdb.Error:
             raise  # the transaction itself is in doubt: nothing of this ingest is kept
         except Exception as exc:  # this input is bad: it costs only itself
             report.failed.append(failure_line(path, exc))
+    report.sources = [read[path] for path in dict.fromkeys(paths) if path in read]  # in the order given
     return report
+
+
+def reading_order(con: duckdb.DuckDBPyConnection, paths: list[str]) -> list[str]:
+    """Files stored before first, then new ones largest first: a renamed journal that grew takes up its
+    source before a shorter copy of it is compared with that source (`source_identity`)."""
+    def rank(path: str) -> tuple[int, int]:
+        if path == "-" or find_source(con, str(Path(path).resolve())):
+            return 0, 0
+        try:
+            return 1, -Path(path).stat().st_size
+        except OSError:
+            return 1, 0  # read in its turn, to say what is wrong with it
+    return sorted(dict.fromkeys(paths), key=rank)
 
 
 def failure_line(path: str, exc: Exception) -> str:
@@ -143,11 +161,22 @@ def failure_line(path: str, exc: Exception) -> str:
 def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
                progress: Progress | None = None, redact: bool = False) -> SourceReport:
     previous = find_source(con, inp.path) if inp.path != "-" else None
+    same = same_content(con, inp) if previous is None and inp.path != "-" else None
+    if same and same.how != "continues":
+        return SourceReport(inp.display, same.source["source_id"], "copy", same.source["envelope"], note=same.note())
+    if same:  # the source read before under another name: it goes on here
+        previous = same.source
     start_offset, first_line, status = plan_resume(inp, previous)
     source_id = previous["source_id"] if previous else next_source_id(con)
-    report = SourceReport(inp.display, source_id, status)
+    report = SourceReport(inp.display, source_id, status, note=same.note() if same else None)
+    if status == "replaced":
+        report.note = same.note(read_again=True) if same else "changed where it had been read (edited in place, " \
+            "truncated or rewritten): read again from the start, its earlier rows replaced"
     if status == "unchanged":
         report.envelope = previous["envelope"]
+        if same:
+            execute(con, "UPDATE sources SET path = ?, display = ?, compression = ? WHERE source_id = ?",
+                    [inp.path, inp.display, inp.compression, source_id])
         return report
     saved = SavedRows(con, LOG_TABLES, source_id, first_line, keep=status in ("grown", "replaced"))
     try:
@@ -207,6 +236,8 @@ def _read_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, 
     appender.close()
     line_no, partial, digest = parsed.line_no, parsed.partial, parsed.digest
     end = start_offset + parsed.consumed
+    if digest is None:  # read from where the last ingest stopped: its content is hashed from the start
+        digest = prefix_hashes(inp, {end}).get(end)
     bytes_done, lines_done = end, line_no
     # What is stored but read again if the file grows: an unterminated last line, and every line from
     # the start of a traceback still open at the end, whose rest may still be being written.
@@ -255,7 +286,7 @@ class Parsed:
     line_no: int  # last line number parsed
     partial: bool  # the input's last line has no newline
     final: bool  # the input's last batch
-    digest: str | None = None  # content hash of stdin, on the final batch
+    digest: str | None = None  # content hash of all bytes read, on the final batch of an input read from its start
     reopen_line: int | None = None  # first line of a traceback still open at the end, on the final batch
 
 
@@ -268,8 +299,8 @@ def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iter
     parser = LineParser(plan.source_id, plan.envelope, plan.time, plan.fallback_date, last_ts=plan.last_ts,
                         last_kind=plan.last_kind)
     redactor = Redactor() if plan.redact else None
-    # Only stdin is recognised by its content; files by path, size and the hashes of their ends.
-    hasher = hashlib.blake2b(digest_size=16) if plan.inp.path == "-" else None
+    # Every byte read is hashed (`source_identity`): a file edited in place, copied or renamed is recognised.
+    hasher = content_hasher() if plan.start_offset == 0 else None
     line_no, consumed, partial = plan.first_line - 1, 0, False
     batch = ColumnBatch()
     try:
@@ -304,7 +335,7 @@ def plan_resume(inp: Input, previous: dict | None) -> tuple[int, int, str]:
         size = file_size(inp.path)
         same_prefix = size >= done and _head_hash(inp, done) == previous["head_hash"] \
             and _tail_hash(inp, done) == previous["tail_hash"]
-        if same_prefix:
+        if same_prefix and content_kept(inp, previous):
             if size == done and not previous["partial_last_line"]:
                 return 0, 1, "unchanged"
             if previous["partial_last_line"] and size == previous["size_bytes"]:
