@@ -153,6 +153,11 @@ def seeds(name: str) -> list[bytes]:
             "plain": "cat"}.get(name, "short")
     lines = "\n".join(envelope_lines(mode)).encode() + b"\n"
     found = [lines, DEMO.read_bytes()[:2048] if mode == "short" else b""]
+    if name == "plain":  # `-o verbose` and `-o export` have no reader of their own: read as plain lines
+        found += [b"Sun 2026-03-01 23:45:58.123456 UTC [s=e8c4;i=5450;b=cc65;m=3483;t=64bf;x=0b07]\n"
+                  b"    _PID=4242\n    SYSLOG_IDENTIFIER=python3\n    MESSAGE=" + lines.splitlines()[0] + b"\n",
+                  b"__REALTIME_TIMESTAMP=1772408758000000\n_PID=4242\nMESSAGE=" + lines.splitlines()[1] +
+                  b"\nMESSAGE\n\x05\x00\x00\x00\x00\x00\x00\x00a\rb\tc\n\n"]
     if name == "stamped":
         found = [b"2026-03-01T23:45:58.123Z " + line + b"\n" for line in lines.splitlines()]
     if name == "gzip":
