@@ -15,10 +15,11 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import duckdb
 
-from .sources import BLOCK_BYTES, SNIFF_BYTES, Input, describe, fingerprint, open_bytes, read_range
+from .sources import BLOCK_BYTES, SNIFF_BYTES, UNREADABLE, Input, describe, fingerprint, open_bytes, read_range
 
 # A write within this many seconds before the last ingest might share its modification time (coarse
 # file system clocks): such a file is hashed, not trusted.
@@ -38,7 +39,8 @@ def read_length(source: dict) -> int:
 
 
 def prefix_hashes(inp: Input, lengths: set[int]) -> dict[int, str]:
-    """The content hash of the input's first N bytes for each N of `lengths` it has, in one read."""
+    """The content hash of the input's first N bytes for each N of `lengths` it has, in one read; as far
+    as it could be read (compressed data cut short is reported by the ingest that reads it next)."""
     found: dict[int, str] = {}
     if not lengths:
         return found
@@ -46,13 +48,20 @@ def prefix_hashes(inp: Input, lengths: set[int]) -> dict[int, str]:
     with open_bytes(inp) as stream:
         for length in sorted(lengths):
             while done < length:
-                block = stream.read(min(BLOCK_BYTES, length - done))
+                block = _read(stream, min(BLOCK_BYTES, length - done))
                 if not block:
                     return found
                 hasher.update(block)
                 done += len(block)
             found[length] = hasher.hexdigest()
     return found
+
+
+def _read(stream: BinaryIO, size: int) -> bytes:
+    try:
+        return stream.read(size)
+    except UNREADABLE:
+        return b""
 
 
 def content_kept(inp: Input, previous: dict) -> bool:
@@ -96,7 +105,7 @@ def same_content(con: duckdb.DuckDBPyConnection, inp: Input) -> SameContent | No
     if not sources:
         return None
     with open_bytes(inp) as stream:
-        head = stream.read(SNIFF_BYTES)
+        head = _read(stream, SNIFF_BYTES)
     # Cheap first: a source's head hash covers its first min(bytes_ingested, 64 KiB) bytes.
     extended = [s for s in sources if read_length(s) > 0 and len(head) >= min(s["bytes_ingested"], SNIFF_BYTES)
                 and fingerprint(head[:min(s["bytes_ingested"], SNIFF_BYTES)]) == s["head_hash"]]

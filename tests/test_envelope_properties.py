@@ -8,6 +8,7 @@ promise under coverage guidance for longer.
 from __future__ import annotations
 
 import gzip
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -141,9 +142,14 @@ def test_ingested_bytes_are_all_accounted_for(store: duckdb.DuckDBPyConnection, 
             failed.startswith(f"{path}: unreadable after "), failed
         return
     source = report.sources[0]
+    content = decompressing(packed, describe(path).compression).read()  # cut before its magic, it is plain
+    if source.status == "copy":  # all of it is in a stored source already: stored once, as that source
+        (stored,) = store.execute("SELECT path FROM sources WHERE source_id = ?", [source.source_id]).fetchone()
+        before = decompressing(Path(stored).read_bytes(), describe(Path(stored)).compression).read()
+        assert before.startswith(content) or content.startswith(before), source.note
+        return
     rows = store.execute("SELECT * FROM lines WHERE source_id = ? ORDER BY line_no", [source.source_id])
     names = [d[0] for d in rows.description]
-    content = decompressing(packed, describe(path).compression).read()  # cut before its magic, it is plain
     check_accounted(content, [dict(zip(names, row, strict=True)) for row in rows.fetchall()], source.envelope)
     size, done = store.execute("SELECT size_bytes, bytes_ingested FROM sources WHERE source_id = ?",
                                [source.source_id]).fetchone()
