@@ -4,7 +4,8 @@ Data flow: sources (bytes → lines) → parsers.envelopes (envelope → message
 (prefix → body) → parsers.sglang_classifier (body → kind + fields) → ColumnBatch → typed Arrow tables →
 store (DuckDB). Large inputs are parsed in a worker process (`logmine.worker`), whose batches come back
 through shared memory while the main process stores the previous ones. Re-ingesting a file adds
-nothing; a file that grew is read from where the last ingest stopped.
+nothing; a file that grew is read from where the last ingest stopped; one edited where it had been read
+is read again, and a copy or a renamed file is recognised by its content (`source_identity`).
 
 The caller runs `ingest_logs` inside one transaction, so an interrupted ingest leaves the tables as they
 were. Memory stays flat all the same: DuckDB writes an open transaction's large appends to the database
