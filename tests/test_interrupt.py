@@ -17,7 +17,8 @@ import duckdb
 import pytest
 
 from logmine import api
-from tests.conftest import REPO, load_script
+from logmine.scripts import load_script
+from tests.conftest import REPO
 
 JOURNAL = REPO / "examples" / "demo" / "journal.txt"
 SYNTH_LINES = 160_000  # 35 MB: parsed by the worker process, through the shared-memory file
@@ -39,7 +40,7 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path, 
     """(a generated journal, a database before its ingest, the same after a complete one, how long that took)."""
     folder = tmp_path_factory.mktemp("interrupt")
     big = folder / "big.txt"
-    synth = load_script("synth_journal", REPO / "bench" / "synth_journal.py")
+    synth = load_script(REPO / "bench" / "synth_journal.py")
     with big.open("w", encoding="utf-8", newline="\n") as out:
         synth.write_journal(out, SYNTH_LINES, seed=7)
     before = folder / "before.duckdb"
