@@ -21,7 +21,6 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -123,30 +122,15 @@ def ingest_logs(con: duckdb.DuckDBPyConnection, paths: list[str], envelope: str 
         raise InputError(f"unknown format {envelope!r}; choose one of {', '.join(FORMATS)}")
     ensure_tables(con, {name: table_columns(name) for name in LOG_TABLES})
     report = IngestReport(db="")
-    read: dict[str, SourceReport] = {}
-    for path in reading_order(con, paths):
+    for path in paths:
         interrupts.check()
         try:
-            read[path] = ingest_log(con, describe_input(path), envelope, progress, redact)
+            report.sources.append(ingest_log(con, describe_input(path), envelope, progress, redact))
         except duckdb.Error:
             raise  # the transaction itself is in doubt: nothing of this ingest is kept
         except Exception as exc:  # this input is bad: it costs only itself
             report.failed.append(failure_line(path, exc))
-    report.sources = [read[path] for path in dict.fromkeys(paths) if path in read]  # in the order given
     return report
-
-
-def reading_order(con: duckdb.DuckDBPyConnection, paths: list[str]) -> list[str]:
-    """Files stored before first, then new ones largest first: a renamed journal that grew takes up its
-    source before a shorter copy of it is compared with that source (`source_identity`)."""
-    def rank(path: str) -> tuple[int, int]:
-        if path == "-" or find_source(con, str(Path(path).resolve())):
-            return 0, 0
-        try:
-            return 1, -Path(path).stat().st_size
-        except OSError:
-            return 1, 0  # read in its turn, to say what is wrong with it
-    return sorted(dict.fromkeys(paths), key=rank)
 
 
 def failure_line(path: str, exc: Exception) -> str:

@@ -67,10 +67,11 @@ def test_a_rotated_journal_goes_on_as_its_source_and_its_older_copies_are_skippe
     ingest(con, path)
     path.rename(rotated)
     rotated.write_bytes(data + MORE)
-    report = ingest(con, older, rotated)
-    assert [(s.status, s.lines_read) for s in report.sources] == [("copy", 0), ("grown", 1)]
-    assert report.sources[0].note.startswith("the beginning of source 1 (")
-    assert report.sources[1].note.startswith("continues source 1 (")
+    # The older copy is known as such once the file it begins is stored: here, read before it.
+    report = ingest(con, rotated, older)
+    assert [(s.status, s.lines_read) for s in report.sources] == [("grown", 1), ("copy", 0)]
+    assert report.sources[0].note.startswith("continues source 1 (")
+    assert report.sources[1].note.startswith("the beginning of source 1 (")
     assert con.execute("SELECT path FROM sources").fetchall() == [(str(rotated),)]
     assert tables(con) == whole(rotated)
 
@@ -85,11 +86,11 @@ def test_a_rotated_and_compressed_journal_is_not_counted_twice(tmp_path: Path) -
     rotated.write_bytes(gzip.compress(data))
     path.write_bytes(MORE)
     report = ingest(con, rotated, path)
-    # The old name, stored before, is read first: its new content replaces the rows, and the rotated file
-    # is then new. Nothing is stored twice, nothing lost.
-    assert [s.status for s in report.sources] == ["new", "replaced"]
+    # The rotated file takes up the source (compressed, it is read again whole); the old name is then new.
+    assert [s.status for s in report.sources] == ["replaced", "new"]
+    assert report.sources[0].note.startswith("continues source 1 (")
     assert con.execute("SELECT count(*) FROM lines").fetchone()[0] == data.count(b"\n") + 1
     rotated.rename(tmp_path / "journal.txt.2.gz")  # rotated once more: the same content, a new name
     report = ingest(con, tmp_path / "journal.txt.2.gz")
-    assert report.sources[0].note.startswith("continues source 2 (") and report.sources[0].status == "unchanged"
+    assert report.sources[0].note.startswith("continues source 1 (") and report.sources[0].status == "unchanged"
     assert con.execute("SELECT count(*) FROM lines").fetchone()[0] == data.count(b"\n") + 1
