@@ -94,3 +94,16 @@ def test_a_rotated_and_compressed_journal_is_not_counted_twice(tmp_path: Path) -
     report = ingest(con, tmp_path / "journal.txt.2.gz")
     assert report.sources[0].note.startswith("continues source 1 (") and report.sources[0].status == "unchanged"
     assert con.execute("SELECT count(*) FROM lines").fetchone()[0] == data.count(b"\n") + 1
+
+
+def test_a_truncated_compressed_file_is_named_with_its_offset_when_compared_with_stored_sources(
+        tmp_path: Path) -> None:
+    """Comparing it with the stored sources reads it as far as it goes; the ingest then says where it ends
+    (it had been `cannot be read (EOFError ...)`; found by the property tests)."""
+    path, cut = tmp_path / "journal.txt", tmp_path / "cut.log.gz"
+    shutil.copy(JOURNAL, path)
+    con = duckdb.connect()
+    ingest(con, path)
+    cut.write_bytes(gzip.compress(JOURNAL.read_bytes())[:5000])
+    report = ingest_logs(con, [str(cut)])
+    assert len(report.failed) == 1 and report.failed[0].startswith(f"{cut}: unreadable after "), report.failed
