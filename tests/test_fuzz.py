@@ -14,7 +14,7 @@ RUN = Path(__file__).resolve().parents[1] / "fuzz" / "run.py"
 
 def test_every_fuzz_target_runs_clean_for_a_few_seconds(tmp_path: Path) -> None:
     pytest.importorskip("atheris")
-    done = subprocess.run([sys.executable, str(RUN), "all", "--seconds", "4"], cwd=tmp_path,
+    done = subprocess.run([sys.executable, str(RUN), "all", "--seconds", "3"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     runs = re.search(r"stat::number_of_executed_units: (\d+)", done.stderr)
