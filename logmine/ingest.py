@@ -155,8 +155,8 @@ def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
     source_id = previous["source_id"] if previous else next_source_id(con)
     report = SourceReport(inp.display, source_id, status, note=same.note() if same else None)
     if status == "replaced":
-        report.note = same.note(read_again=True) if same else "changed where it had been read (edited in place, " \
-            "truncated or rewritten): read again from the start, its earlier rows replaced"
+        report.note = same.note(read_again=True) if same else \
+            "edited where read before: read again whole, its rows replaced"
     if status == "unchanged":
         report.envelope = previous["envelope"]
         if same:

@@ -86,14 +86,14 @@ class SameContent:
     #           perhaps with more; "older copy": all of this file is the source's beginning
 
     def note(self, read_again: bool = False) -> str:
+        """One short line for the ingest summary (under the file's own line, at 80 columns)."""
         name = f"source {self.source['source_id']} ({self.source['display']})"
         if self.how == "continues":
-            return f"continues {name}, read before under that name (renamed, rotated or exported again): " + (
-                "read again from the start, its earlier rows replaced" if read_again else
-                "its rows kept, only what is new read")
+            done = "read again whole, its rows replaced" if read_again else "its rows kept, new lines read"
+            return f"continues {name}, renamed or rotated: {done}"
         if self.how == "copy":
-            return f"a copy of {name}: skipped, its lines are stored once"
-        return f"the beginning of {name}, an older copy: skipped, its lines are stored once"
+            return f"a copy of {name}: skipped, stored once"
+        return f"an older copy, the beginning of {name}: skipped"
 
 
 def same_content(con: duckdb.DuckDBPyConnection, inp: Input) -> SameContent | None:
