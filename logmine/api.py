@@ -326,6 +326,8 @@ def summary_text(summary: dict) -> str:
     for s in summary["sources"]:
         out.append(f"{visible(s['path'], one_line=True)}: {s['status']}, format {s['format']}, "
                    f"{s['lines_read']:,} lines read, {s['lines_typed']:,} typed, {s['lines_untyped']:,} untyped")
+        if s.get("note"):
+            out.append(f"  {visible(s['note'], one_line=True)}")
         if s["untimed_markers"]:
             out.append(f"  {s['untimed_markers']:,} start, stop or exit lines have no time of their own (as in "
                        "`journalctl -o cat`): runs may miss the times only they show")

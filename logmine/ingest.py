@@ -4,7 +4,8 @@ Data flow: sources (bytes → lines) → parsers.envelopes (envelope → message
 (prefix → body) → parsers.sglang_classifier (body → kind + fields) → ColumnBatch → typed Arrow tables →
 store (DuckDB). Large inputs are parsed in a worker process (`logmine.worker`), whose batches come back
 through shared memory while the main process stores the previous ones. Re-ingesting a file adds
-nothing; a file that grew is read from where the last ingest stopped.
+nothing; a file that grew is read from where the last ingest stopped; one edited where it had been read
+is read again, and a copy or a renamed file is recognised by its content (`source_identity`).
 
 The caller runs `ingest_logs` inside one transaction, so an interrupted ingest leaves the tables as they
 were. Memory stays flat all the same: DuckDB writes an open transaction's large appends to the database
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import itertools
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -34,6 +34,7 @@ from .parsers.events import COMMON_COLUMNS, EVENT_TABLES
 from .parsers.log_lines import LINE_COLUMNS, ColumnBatch, LineParser, table_columns
 from .parsers.transcripts.model import TranscriptUnreadable
 from .redact import Redactor
+from .source_identity import content_hasher, content_kept, prefix_hashes, same_content
 from .sources import (
     BLOCK_BYTES,
     SNIFF_BYTES,
@@ -76,16 +77,18 @@ Progress = Callable[[str, int, int | None], None]  # (input name, bytes done, by
 class SourceReport:
     path: str
     source_id: int
-    status: str  # new, grown, unchanged, replaced
+    status: str  # new, grown, unchanged, replaced, copy (see `note`)
     envelope: str | None = None
     lines_read: int = 0
     lines_typed: int = 0
     lines_untyped: int = 0
     by_kind: Counter = field(default_factory=Counter)
     untimed_markers: int = 0  # in the whole source, once its runs are derived
+    note: str | None = None  # what was done and why, when its content was seen before or changed
 
     def as_dict(self) -> dict:
-        return {"path": self.path, "source_id": self.source_id, "status": self.status, "format": self.envelope,
+        return {"path": self.path, "source_id": self.source_id, "status": self.status, "note": self.note,
+                "format": self.envelope,
                 "lines_read": self.lines_read, "lines_typed": self.lines_typed,
                 "lines_untyped": self.lines_untyped, "by_kind": dict(self.by_kind.most_common()),
                 "untimed_markers": self.untimed_markers}
@@ -143,11 +146,22 @@ def failure_line(path: str, exc: Exception) -> str:
 def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
                progress: Progress | None = None, redact: bool = False) -> SourceReport:
     previous = find_source(con, inp.path) if inp.path != "-" else None
+    same = same_content(con, inp) if previous is None and inp.path != "-" else None
+    if same and same.how != "continues":
+        return SourceReport(inp.display, same.source["source_id"], "copy", same.source["envelope"], note=same.note())
+    if same:  # the source read before under another name: it goes on here
+        previous = same.source
     start_offset, first_line, status = plan_resume(inp, previous)
     source_id = previous["source_id"] if previous else next_source_id(con)
-    report = SourceReport(inp.display, source_id, status)
+    report = SourceReport(inp.display, source_id, status, note=same.note() if same else None)
+    if status == "replaced":
+        report.note = same.note(read_again=True) if same else \
+            "edited where read before: read again whole, its rows replaced"
     if status == "unchanged":
         report.envelope = previous["envelope"]
+        if same:
+            execute(con, "UPDATE sources SET path = ?, display = ?, compression = ? WHERE source_id = ?",
+                    [inp.path, inp.display, inp.compression, source_id])
         return report
     saved = SavedRows(con, LOG_TABLES, source_id, first_line, keep=status in ("grown", "replaced"))
     try:
@@ -188,6 +202,9 @@ def _read_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, 
         found = execute(con, "SELECT CAST(ts AS VARCHAR), kind FROM lines WHERE source_id = ? AND line_no = ?",
                     [source_id, first_line - 1])
         plan.last_ts, plan.last_kind = found[0] if found else (None, None)
+        if plan.last_ts and fmt == "journal-short":
+            # The year its stamps had reached, and the month a later January is seen to roll over from.
+            time.year, time.last_month = int(plan.last_ts[:4]), int(plan.last_ts[5:7])
     if inp.path != "-" and (inp.size or 0) >= WORKER_MIN_BYTES:
         stream.close()  # the worker process reopens the file
         batches = parse_in_worker(plan, parse_batches, functools.partial(typed_batch, stats=True))
@@ -204,6 +221,8 @@ def _read_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, 
     appender.close()
     line_no, partial, digest = parsed.line_no, parsed.partial, parsed.digest
     end = start_offset + parsed.consumed
+    if digest is None:  # read from where the last ingest stopped: its content is hashed from the start
+        digest = prefix_hashes(inp, {end}).get(end)
     bytes_done, lines_done = end, line_no
     # What is stored but read again if the file grows: an unterminated last line, and every line from
     # the start of a traceback still open at the end, whose rest may still be being written.
@@ -252,7 +271,7 @@ class Parsed:
     line_no: int  # last line number parsed
     partial: bool  # the input's last line has no newline
     final: bool  # the input's last batch
-    digest: str | None = None  # content hash of stdin, on the final batch
+    digest: str | None = None  # content hash of all bytes read, on the final batch of an input read from its start
     reopen_line: int | None = None  # first line of a traceback still open at the end, on the final batch
 
 
@@ -265,8 +284,8 @@ def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iter
     parser = LineParser(plan.source_id, plan.envelope, plan.time, plan.fallback_date, last_ts=plan.last_ts,
                         last_kind=plan.last_kind)
     redactor = Redactor() if plan.redact else None
-    # Only stdin is recognised by its content; files by path, size and the hashes of their ends.
-    hasher = hashlib.blake2b(digest_size=16) if plan.inp.path == "-" else None
+    # Every byte read is hashed (`source_identity`): a file edited in place, copied or renamed is recognised.
+    hasher = content_hasher() if plan.start_offset == 0 else None
     line_no, consumed, partial = plan.first_line - 1, 0, False
     batch = ColumnBatch()
     try:
@@ -301,7 +320,7 @@ def plan_resume(inp: Input, previous: dict | None) -> tuple[int, int, str]:
         size = file_size(inp.path)
         same_prefix = size >= done and _head_hash(inp, done) == previous["head_hash"] \
             and _tail_hash(inp, done) == previous["tail_hash"]
-        if same_prefix:
+        if same_prefix and content_kept(inp, previous):
             if size == done and not previous["partial_last_line"]:
                 return 0, 1, "unchanged"
             if previous["partial_last_line"] and size == previous["size_bytes"]:

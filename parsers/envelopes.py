@@ -207,7 +207,9 @@ def _short_groups(lines: pa.StringArray, ascii_rows: np.ndarray) -> tuple[np.nda
     file, so the stamp is sliced and only the distinct tails meet Python's SHORT; lines of any other
     shape (and non-ASCII lines, whose `\\s` and `\\d` only Python reads right) are matched one by one.
     """
-    binary = lines.cast(pa.binary())
+    # Only ASCII rows take the fast path; the others are blanked here, since a slice at a fixed byte
+    # could cut a character in two, which no string column may hold (it failed the whole file).
+    binary = pc.if_else(pa.array(ascii_rows), lines, "").cast(pa.binary())
     colon = ints(pc.find_substring(lines, ": "))
     dot = flags(pc.equal(pc.binary_slice(binary, 15, 16), b"."))
     frac_len = np.where(dot, ints(pc.find_substring(pc.binary_slice(binary, 16, 23), b" ")), 0)

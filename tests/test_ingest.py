@@ -324,6 +324,7 @@ GARBLED = {  # each raised, or failed the whole ingest, before; found by fuzzing
     "json lone surrogate": b'{"MESSAGE": "\\ud800"}\n',
     "json escapes that decode to other scripts":
         b'{"MESSAGE": "[2026-03-01 22:41:18] a' + b"\\u00e9" * 10 + b'"}\n',
+    "a character across journal-short's fixed stamp columns": "Mar 01 22:41:10 h p[1]: x\nabc\u00e9 x\n".encode(),
     "server_args sizes that are no numbers":
         b"[2026-03-01 22:41:18] server_args=ServerArgs(model_path='m', tp_size='', pp_size=Infinity)\n",
 }

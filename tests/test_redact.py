@@ -97,6 +97,16 @@ def test_no_planted_secret_reaches_a_table_or_a_query(redacted: Path) -> None:
     assert "<secret:hf_…" in placeholder(HF)
 
 
+def test_no_planted_secret_reaches_a_report_or_the_unparsed_lines(redacted: Path) -> None:
+    """The postmortem to share (HTML and Markdown, evidence lines cited as logged) and the untyped lines."""
+    with api.open_db(redacted) as con:
+        shown = "\n".join([api.report(con, fmt="html"), api.report(con, fmt="markdown"),
+                           api.unparsed(con, limit=10_000).to_csv()])
+    assert placeholder(HF) in shown or placeholder(API_KEY) in shown  # the planted lines are cited or listed
+    for secret in SECRETS:
+        assert secret not in shown, secret
+
+
 def test_redacted_text_keeps_what_it_tells(redacted: Path) -> None:
     with api.open_db(redacted) as con:
         args = api.sql(con, "SELECT args FROM server_args ORDER BY line_no DESC LIMIT 1").iloc[0, 0]
