@@ -170,6 +170,27 @@ def open_db(db: str | Path = DEFAULT_DB) -> Iterator[duckdb.DuckDBPyConnection]:
         con.close()
 
 
+@contextmanager
+def open_data(folder: str | Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection to a folder written by `export_parquet`: the same tables and views as the database it
+    came from (views over its Parquet files), so every named query runs on it unchanged."""
+    from .partitioned import open_folder
+
+    con = open_folder(folder)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def export_parquet(con: duckdb.DuckDBPyConnection, out: str | Path) -> dict[str, int]:
+    """Write every table as Parquet under `out`, partitioned by host and day where the rows have them
+    (layout in `logmine.partitioned`); returns the rows written per table."""
+    from .partitioned import export
+
+    return export(con, out)
+
+
 def engine(db: str | Path = DEFAULT_DB) -> sqlalchemy.engine.Engine:
     """A read-only SQLAlchemy engine on a logmine database, for `pandas.read_sql` and notebook tools
     (jupysql's `%sql engine`); it holds the file only while a query runs."""

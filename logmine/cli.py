@@ -130,22 +130,36 @@ class QueryCommand(click.Command):
 @click.option("--run", "run_", type=int, default=None, help="Only this run ordinal.")
 @click.option("--source", default=None, help="Only this source (path, or any suffix of it that names one).")
 @click.option("--session", default=None, help="Only this agent session id.")
+@click.option("--data", default=None, metavar="FOLDER",
+              help="Query a folder written by `logmine export --parquet` (or a Spark ingest) instead of --db.")
 @output_options
-def query(name: str | None, db: str, run_: int | None, source: str | None, session: str | None, fmt: str,
-          columns: str | None, no_pager: bool) -> None:
+def query(name: str | None, db: str, run_: int | None, source: str | None, session: str | None, data: str | None,
+          fmt: str, columns: str | None, no_pager: bool) -> None:
     """Run a named query from queries/ (without NAME: list them)."""
     if name is None:
         for known in named_queries.names():
             click.echo(f"{known:<16} {named_queries.description(known)}")
         return
-    query_command(db, name, fmt, columns, no_pager, run=run_, source=source, session=session)
+    query_command(db, name, fmt, columns, no_pager, data=data, run=run_, source=source, session=session)
 
 
-def query_command(db: str, name: str, fmt: str, columns: str | None, no_pager: bool, **params: object) -> None:
+def query_command(db: str, name: str, fmt: str, columns: str | None, no_pager: bool, data: str | None = None,
+                  **params: object) -> None:
     keys = named_queries.key_columns(name)  # first, so that an unknown name fails before the database opens
-    with api.open_db(db) as con:
+    with api.open_data(data) if data else api.open_db(db) as con:
         rows = api.query_rows(con, name, **params)
     show(rows, fmt, columns, no_pager, keys)
+
+
+@main.command()
+@DB_OPTION
+@click.option("--parquet", "out", required=True, metavar="FOLDER",
+              help="Write every table here as Parquet, partitioned by host=/day= (each table's folder is replaced).")
+def export(db: str, out: str) -> None:
+    """Export the database as Parquet files that DuckDB, Spark and Trino read (`query --data` queries them)."""
+    with api.open_db(db) as con:
+        written = api.export_parquet(con, out)
+    click.echo(f"{out}: {len(written)} tables, {sum(written.values()):,} rows", err=True)
 
 
 @main.command()
