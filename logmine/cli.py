@@ -132,13 +132,30 @@ class QueryCommand(click.Command):
 @click.option("--session", default=None, help="Only this agent session id.")
 @click.option("--data", default=None, metavar="FOLDER",
               help="Query a folder written by `logmine export --parquet` (or a Spark ingest) instead of --db.")
+@click.option("--engine", type=click.Choice(["duckdb", "spark"]), default="duckdb", show_default=True,
+              help="spark: run the query on Spark SQL (translated from DuckDB's dialect); needs --data.")
+@click.option("--master", default="local[2]", show_default=True, help="Spark master URL (with --engine spark).")
 @output_options
 def query(name: str | None, db: str, run_: int | None, source: str | None, session: str | None, data: str | None,
-          fmt: str, columns: str | None, no_pager: bool) -> None:
+          engine: str, master: str, fmt: str, columns: str | None, no_pager: bool) -> None:
     """Run a named query from queries/ (without NAME: list them)."""
     if name is None:
         for known in named_queries.names():
             click.echo(f"{known:<16} {named_queries.description(known)}")
+        return
+    if engine == "spark":
+        if not data:
+            fail("--engine spark reads a Parquet folder: give --data FOLDER (`logmine export --parquet` writes one)")
+        from . import spark_engine
+
+        keys = named_queries.key_columns(name)
+        try:
+            spark = spark_engine.session(master)
+            spark_engine.register_folder(spark, data)
+            rows = spark_engine.query_rows(spark, data, name, run=run_, source=source, session=session)
+        except (spark_engine.Untranslatable, spark_engine.SparkUnavailable) as exc:
+            fail(str(exc))
+        show(rows, fmt, columns, no_pager, keys)
         return
     query_command(db, name, fmt, columns, no_pager, data=data, run=run_, source=source, session=session)
 
