@@ -69,11 +69,19 @@ def main() -> None:
 @click.option("--redact", is_flag=True,
               help="Replace secrets (tokens, keys, passwords) before they are stored, now and in every later "
                    "ingest into this database.")
+@click.option("--engine", type=click.Choice(["duckdb", "spark"]), default="duckdb", show_default=True,
+              help="spark: parse the log files in Spark tasks into a Parquet folder (--out) instead of --db.")
+@click.option("--master", default="local[2]", show_default=True, help="Spark master URL (with --engine spark).")
+@click.option("--out", default=None, metavar="FOLDER", help="The Parquet folder a Spark ingest writes (replaced).")
 def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None, as_json: bool,
-           redact: bool) -> None:
+           redact: bool, engine: str, master: str, out: str | None) -> None:
     """Ingest SGLang logs/journals and agent transcripts (files, directories, or - for stdin)."""
     from .sources import InputError
     from .worker.processes import tune_for_ingest
+
+    if engine == "spark":
+        spark_ingest_command(list(paths), out, master, envelope, as_json)
+        return
 
     tune_for_ingest()
     with api.progress_bar(enabled=not as_json) as progress:
@@ -90,6 +98,29 @@ def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None
     for line in summary["failed"]:
         click.echo(f"logmine: {visible(line, one_line=True)}", err=True)
     if summary["failed"]:
+        sys.exit(INPUT_FAILED)
+
+
+def spark_ingest_command(paths: list[str], out: str | None, master: str, envelope: str | None, as_json: bool) -> None:
+    from . import spark_engine, spark_ingest
+    from .sources import InputError
+
+    if not out:
+        fail("--engine spark writes a Parquet folder: give --out FOLDER")
+    try:
+        report = spark_ingest.ingest(paths, out, master=master, envelope=envelope).as_dict()
+    except (InputError, spark_engine.SparkUnavailable) as exc:
+        fail(str(exc))
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+    else:
+        for s in report["sources"]:
+            click.echo(f"{visible(s['path'], one_line=True)}: {s['lines_read']:,} lines read, "
+                       f"{s['lines_typed']:,} typed")
+        click.echo(f"total: {report['lines_read']:,} lines read, {report['lines_typed']:,} typed -> {out}")
+    for line in report["failed"]:
+        click.echo(f"logmine: {visible(line, one_line=True)}", err=True)
+    if report["failed"]:
         sys.exit(INPUT_FAILED)
 
 

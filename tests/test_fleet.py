@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from logmine import api, named_queries
 from logmine.cli import main
 
-from .conftest import SAMPLE, shared_path
+from .conftest import REPO, SAMPLE, shared_path
 
 # `tables` lists the catalogue: on a folder the tables are views over its files, so only their names and
 # columns are the same.
@@ -148,11 +148,25 @@ def test_spark_query_that_cannot_run_says_so_in_one_line(spark, demo_folder: Pat
         spark_engine.query_rows(spark, demo_folder, "tables")
 
 
-def test_spark_runs_json_is_duckdbs(spark, demo_db: Path, demo_folder: Path) -> None:  # noqa: ANN001
-    """The output contract: `query runs --engine spark --data OUT --format json` prints DuckDB's objects."""
+def test_spark_ingest_then_spark_query_gives_duckdbs_runs(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    """The output contract: `ingest --engine spark` then `query runs --engine spark --data OUT --format json`
+    prints the objects that a DuckDB ingest and `query runs --format json` print, on two hosts' journals."""
+    journal = (REPO / "examples" / "demo" / "journal.txt").read_text()
+    inputs = tmp_path / "fleet"
+    inputs.mkdir()
+    (inputs / "gpu-box.txt").write_text(journal)
+    (inputs / "gpu-two.txt").write_text(journal.replace("gpu-box", "gpu-two"))
     runner = CliRunner()
-    on_spark = runner.invoke(main, ["query", "runs", "--engine", "spark", "--data", str(demo_folder), "--format",
-                                    "json"])
-    on_db = runner.invoke(main, ["query", "runs", "--db", str(demo_db), "--format", "json"])
+    ingested = runner.invoke(main, ["ingest", "--engine", "spark", "--master", "local[2]", str(inputs),
+                                    "--out", str(tmp_path / "out")])
+    assert ingested.exit_code == 0, ingested.output
+    assert "total: 2,410 lines read" in ingested.output
+    assert (tmp_path / "out" / "runs" / "host=gpu-two" / "day=2026-03-12").is_dir()
+    on_spark = runner.invoke(main, ["query", "runs", "--engine", "spark", "--data", str(tmp_path / "out"),
+                                    "--format", "json"])
     assert on_spark.exit_code == 0, on_spark.output
+    db = tmp_path / "serial.duckdb"
+    api.ingest([str(inputs)], db=db)
+    on_db = runner.invoke(main, ["query", "runs", "--db", str(db), "--format", "json"])
     assert json.loads(on_spark.output) == json.loads(on_db.output)
+    assert len(json.loads(on_db.output)) == 6
