@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import named_queries
-from .partitioned import open_folder, read_manifest
+from .partitioned import MANIFEST, open_folder, read_manifest
 from .render import Rows
 
 if TYPE_CHECKING:
@@ -107,9 +107,13 @@ def spark_type(duckdb_type: str) -> str:
 def register_folder(spark: SparkSession, folder: str | Path) -> None:
     """Each table of the folder as a temporary view with its manifest's columns, then the database's views.
 
-    The files are read with the manifest's schema, so Spark starts no job to infer one per table."""
+    The files are read with the manifest's schema, so Spark starts no job to infer one per table. A folder
+    already registered in this session, unchanged since, is not registered again."""
     manifest = read_manifest(folder)
     root = Path(folder).resolve()
+    stamp = (str(root), (root / MANIFEST).stat().st_mtime_ns)
+    if _registered.get(id(spark)) == stamp:
+        return
     for name, columns in manifest["tables"].items():
         path = str(root / name)
         layout_columns = {"host": "VARCHAR", "day": "VARCHAR"}  # the partition columns a folder may have
@@ -129,6 +133,10 @@ def register_folder(spark: SparkSession, folder: str | Path) -> None:
         if len(failed) == len(pending):
             break  # the queries that read such a view say so when they run
         pending = failed
+    _registered[id(spark)] = stamp
+
+
+_registered: dict[int, tuple[str, int]] = {}  # Spark session -> the folder its views read
 
 
 def folder_schema(folder: str | Path) -> dict[str, dict[str, str]]:

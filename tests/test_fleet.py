@@ -99,23 +99,34 @@ def test_cli_export_then_query_data(demo_db: Path, tmp_path: Path) -> None:
     assert len(json.loads(on_db.output)) == 3
 
 
-# Spark starts in 5-15 s and plans each query in seconds on 2 cores: the suite compares a few queries here
-# and `runs` (the output contract) through the CLI; LOGMINE_SPARK_ALL=1 compares every named query (on
-# 2026-12-01, 17 of 23 give DuckDB's rows; config-changes, requests, serving-trend, sessions and tables do not
-# run on Spark, and say so).
+# Spark starts in 5-15 s and plans each query in seconds on 2 cores: the suite runs one Spark ingest (two
+# hosts' journals), `runs` through the CLI (the output contract) and a few queries more;
+# LOGMINE_SPARK_ALL=1 compares every named query (on 2026-12-01, 17 of 23 give DuckDB's rows;
+# config-changes, requests, serving-trend, sessions and tables do not run on Spark, and say so).
 SPARK_CHECKED = ["config-diff", "errors"]
 
 
 @pytest.fixture(scope="module")
-def spark(demo_folder: Path):  # noqa: ANN201 - pyspark is an optional extra
+def spark_fleet(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201 - pyspark is an optional extra
+    """(Spark session, the journals of two hosts, the folder `ingest --engine spark` made of them)."""
     pytest.importorskip("pyspark")
     if shutil.which("java") is None:
         pytest.skip("no Java runtime")
     from logmine import spark_engine
 
+    tmp = tmp_path_factory.mktemp("fleet")
+    journal = (REPO / "examples" / "demo" / "journal.txt").read_text()
+    inputs = tmp / "journals"
+    inputs.mkdir()
+    (inputs / "gpu-box.txt").write_text(journal)
+    (inputs / "gpu-two.txt").write_text(journal.replace("gpu-box", "gpu-two"))
+    ingested = CliRunner().invoke(main, ["ingest", "--engine", "spark", "--master", "local[2]", str(inputs),
+                                         "--out", str(tmp / "out")])
+    assert ingested.exit_code == 0, ingested.output
+    assert "total: 2,410 lines read" in ingested.output
     session = spark_engine.session("local[2]")
-    spark_engine.register_folder(session, demo_folder)
-    yield session
+    spark_engine.register_folder(session, tmp / "out")
+    yield session, inputs, tmp / "out"
     session.stop()
 
 
@@ -123,14 +134,30 @@ def spark_checked() -> list[str]:
     return named_queries.names() if os.environ.get("LOGMINE_SPARK_ALL") else SPARK_CHECKED
 
 
-def test_spark_gives_the_rows_duckdb_gives(spark, demo_folder: Path) -> None:  # noqa: ANN001
+def test_spark_ingest_then_spark_query_gives_duckdbs_runs(spark_fleet, tmp_path: Path) -> None:  # noqa: ANN001
+    """The output contract: `ingest --engine spark` then `query runs --engine spark --data OUT --format json`
+    prints the objects that a DuckDB ingest and `query runs --format json` print."""
+    _, inputs, out = spark_fleet
+    assert (out / "runs" / "host=gpu-two" / "day=2026-03-12").is_dir()
+    runner = CliRunner()
+    on_spark = runner.invoke(main, ["query", "runs", "--engine", "spark", "--data", str(out), "--format", "json"])
+    assert on_spark.exit_code == 0, on_spark.output
+    db = tmp_path / "serial.duckdb"
+    api.ingest([str(inputs)], db=db)
+    on_db = runner.invoke(main, ["query", "runs", "--db", str(db), "--format", "json"])
+    assert json.loads(on_spark.output) == json.loads(on_db.output)
+    assert len(json.loads(on_db.output)) == 6
+
+
+def test_spark_gives_the_rows_duckdb_gives(spark_fleet) -> None:  # noqa: ANN001
     from logmine import spark_engine
 
+    spark, _, out = spark_fleet
     untranslatable = []
-    with api.open_data(demo_folder) as con:
+    with api.open_data(out) as con:
         for name in spark_checked():
             try:
-                rows = spark_engine.query_rows(spark, demo_folder, name)
+                rows = spark_engine.query_rows(spark, out, name)
             except spark_engine.Untranslatable as exc:
                 assert "\n" not in str(exc) and str(exc).startswith(f"query {name} ")
                 untranslatable.append(name)
@@ -141,32 +168,9 @@ def test_spark_gives_the_rows_duckdb_gives(spark, demo_folder: Path) -> None:  #
     assert not set(untranslatable) & set(SPARK_CHECKED)
 
 
-def test_spark_query_that_cannot_run_says_so_in_one_line(spark, demo_folder: Path) -> None:  # noqa: ANN001
+def test_spark_query_that_cannot_run_says_so_in_one_line(spark_fleet) -> None:  # noqa: ANN001
     from logmine import spark_engine
 
+    spark, _, out = spark_fleet
     with pytest.raises(spark_engine.Untranslatable, match=r"^query tables does not run on Spark: .*information_sch"):
-        spark_engine.query_rows(spark, demo_folder, "tables")
-
-
-def test_spark_ingest_then_spark_query_gives_duckdbs_runs(spark, tmp_path: Path) -> None:  # noqa: ANN001
-    """The output contract: `ingest --engine spark` then `query runs --engine spark --data OUT --format json`
-    prints the objects that a DuckDB ingest and `query runs --format json` print, on two hosts' journals."""
-    journal = (REPO / "examples" / "demo" / "journal.txt").read_text()
-    inputs = tmp_path / "fleet"
-    inputs.mkdir()
-    (inputs / "gpu-box.txt").write_text(journal)
-    (inputs / "gpu-two.txt").write_text(journal.replace("gpu-box", "gpu-two"))
-    runner = CliRunner()
-    ingested = runner.invoke(main, ["ingest", "--engine", "spark", "--master", "local[2]", str(inputs),
-                                    "--out", str(tmp_path / "out")])
-    assert ingested.exit_code == 0, ingested.output
-    assert "total: 2,410 lines read" in ingested.output
-    assert (tmp_path / "out" / "runs" / "host=gpu-two" / "day=2026-03-12").is_dir()
-    on_spark = runner.invoke(main, ["query", "runs", "--engine", "spark", "--data", str(tmp_path / "out"),
-                                    "--format", "json"])
-    assert on_spark.exit_code == 0, on_spark.output
-    db = tmp_path / "serial.duckdb"
-    api.ingest([str(inputs)], db=db)
-    on_db = runner.invoke(main, ["query", "runs", "--db", str(db), "--format", "json"])
-    assert json.loads(on_spark.output) == json.loads(on_db.output)
-    assert len(json.loads(on_db.output)) == 6
+        spark_engine.query_rows(spark, out, "tables")
