@@ -69,12 +69,14 @@ def main() -> None:
 @click.option("--redact", is_flag=True,
               help="Replace secrets (tokens, keys, passwords) before they are stored, now and in every later "
                    "ingest into this database.")
+@click.option("--jobs", type=click.IntRange(min=1), default=None,
+              help="Log files parsed at once, each in its own process (default: one per core).")
 @click.option("--engine", type=click.Choice(["duckdb", "spark"]), default="duckdb", show_default=True,
               help="spark: parse the log files in Spark tasks into a Parquet folder (--out) instead of --db.")
 @click.option("--master", default="local[2]", show_default=True, help="Spark master URL (with --engine spark).")
 @click.option("--out", default=None, metavar="FOLDER", help="The Parquet folder a Spark ingest writes (replaced).")
 def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None, as_json: bool,
-           redact: bool, engine: str, master: str, out: str | None) -> None:
+           redact: bool, jobs: int | None, engine: str, master: str, out: str | None) -> None:
     """Ingest SGLang logs/journals and agent transcripts (files, directories, or - for stdin)."""
     from .sources import InputError
     from .worker.processes import tune_for_ingest
@@ -86,7 +88,8 @@ def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None
     tune_for_ingest()
     with api.progress_bar(enabled=not as_json) as progress:
         try:
-            report = api.ingest(list(paths), db=db, envelope=envelope, tz=tz, progress=progress, redact=redact)
+            report = api.ingest(list(paths), db=db, envelope=envelope, tz=tz, progress=progress, redact=redact,
+                                jobs=jobs)
         except (InputError, FileNotFoundError) as exc:
             fail(str(exc))
     interrupts.check(committed=True)

@@ -174,3 +174,36 @@ def test_spark_query_that_cannot_run_says_so_in_one_line(spark_fleet) -> None:  
     spark, _, out = spark_fleet
     with pytest.raises(spark_engine.Untranslatable, match=r"^query tables does not run on Spark: .*information_sch"):
         spark_engine.query_rows(spark, out, "tables")
+
+
+def table_fingerprints(db: Path) -> dict[str, list]:
+    """Every table's rows, sorted (ingest times and the miner's binary state left out)."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        found = {}
+        for table, columns in con.execute("""SELECT table_name, list(column_name ORDER BY column_index)
+                FROM duckdb_columns() WHERE data_type <> 'BLOB' AND column_name <> 'ingested_at'
+                  AND table_name IN (SELECT table_name FROM duckdb_tables()) GROUP BY ALL""").fetchall():
+            rows = con.execute(f'SELECT {", ".join(chr(34) + c + chr(34) for c in columns)} FROM "{table}"').fetchall()
+            found[table] = sorted(map(repr, rows))
+        return found
+    finally:
+        con.close()
+
+
+def test_jobs_ingest_equals_a_serial_one_row_for_row(tmp_path: Path) -> None:
+    journal = (REPO / "examples" / "demo" / "journal.txt").read_text()
+    inputs = tmp_path / "fleet"
+    inputs.mkdir()
+    for n, host in enumerate(["node-a", "node-b", "node-c"]):
+        (inputs / f"{n}-{host}.log").write_text(journal.replace("gpu-box", host))
+    (inputs / "1-broken.log.gz").write_bytes(b"\x1f\x8b\x08\x00not gzip at all")  # fails between two good ones
+    session = REPO / "examples" / "demo" / "session.opencode.json"
+    serial = api.ingest([str(inputs), str(session)], db=tmp_path / "serial.duckdb", jobs=1)
+    parallel = api.ingest([str(inputs), str(session)], db=tmp_path / "parallel.duckdb", jobs=2)
+    assert [s.source_id for s in parallel.logs.sources] == [s.source_id for s in serial.logs.sources] == [1, 2, 3]
+    assert len(parallel.logs.failed) == len(serial.logs.failed) == 1
+    assert table_fingerprints(tmp_path / "parallel.duckdb") == table_fingerprints(tmp_path / "serial.duckdb")
+    # Again: every file is known now, so the main process reads them (nothing new), as a serial ingest would.
+    again = api.ingest([str(inputs)], db=tmp_path / "parallel.duckdb", jobs=2)
+    assert {s.status for s in again.logs.sources} == {"unchanged"}
