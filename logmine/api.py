@@ -75,8 +75,9 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
     setting of the database, in every later one. A database the ingest creates is readable by its owner
     only (and so are its write-ahead log and temporary files).
 
-    `jobs` log files are parsed at once, each in a process of its own (default: one per core); the tables
-    are the same as with one (`logmine.parallel_ingest`).
+    `jobs` processes parse (default: one per core): several log files at once, each in a process of its
+    own, or one large file in a worker beside this process; with 1 this process does everything. The
+    tables are the same whatever `jobs` (`logmine.parallel_ingest`).
     """
     from . import interrupts
     from .sources import classify_inputs
@@ -129,7 +130,8 @@ def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, log_paths: list[str],
 
             logs = ingest_logs_parallel(con, log_paths, jobs, envelope=envelope, progress=progress, redact=redact)
         else:
-            logs = ingest_logs(con, log_paths, envelope=envelope, progress=progress, redact=redact)
+            # One job: this process alone, without the parse worker it otherwise starts for a large input.
+            logs = ingest_logs(con, log_paths, envelope=envelope, progress=progress, redact=redact, worker=jobs > 1)
         report = Report(logs)
         execute(con, "RESET threads")  # the worker is done: the queries below may use every core
         report.logs.failed[:0] = skipped

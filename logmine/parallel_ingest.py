@@ -71,7 +71,7 @@ def ingest_logs_parallel(con: duckdb.DuckDBPyConnection, paths: list[str], jobs:
 
                     if isinstance(exc, duckdb.Error):
                         raise
-                    report.failed.append(failure_line(path if resolved else path, exc))
+                    report.failed.append(failure_line(path, exc))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return report
@@ -84,7 +84,7 @@ def _pool(jobs: int, tasks: int) -> Iterator[object]:
     if tasks == 0:
         yield _NoPool()
         return
-    pool = worker_context().Pool(processes=max(1, min(jobs, tasks)), initializer=_one_process_each)
+    pool = worker_context().Pool(processes=max(1, min(jobs, tasks)))
     try:
         yield pool
     finally:
@@ -97,13 +97,6 @@ class _NoPool:
         return iter(())
 
 
-def _one_process_each() -> None:
-    """In a pool process: parse in this process, never in a worker of its own."""
-    from . import ingest
-
-    ingest.WORKER_MIN_BYTES = float("inf")
-
-
 def _parse_to_scratch(task: tuple[str, str, str | None, bool]) -> tuple[tuple[str, SourceReport] | None, str | None]:
     """Parse one file into a scratch database: ((database, its report), None), or (None, why it failed)."""
     from .ingest import ingest_logs
@@ -114,7 +107,7 @@ def _parse_to_scratch(task: tuple[str, str, str | None, bool]) -> tuple[tuple[st
     try:
         execute(con, "SET threads = 1")
         execute(con, f"SET memory_limit = '{SCRATCH_MEMORY}'")
-        result = ingest_logs(con, [path], envelope=envelope, redact=redact)
+        result = ingest_logs(con, [path], envelope=envelope, redact=redact, worker=False)
     finally:
         con.close()
     if result.failed:
