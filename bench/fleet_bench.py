@@ -102,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
                                                                 "local[2]", str(folder), "--out", str(out / "pq")]),
     }
     header = f"{'how':<32}{'wall s':>9}{'lines/s':>12}{'peak RSS MB':>13}{'tree MB':>9}"
-    rows = []
+    print(f"\n{header}\n{'-' * len(header)}", flush=True)
+    failed = False
     for key, (label, command) in ways.items():
         if key in args.skip:
             continue
@@ -110,12 +111,9 @@ def main(argv: list[str] | None = None) -> int:
             seconds, peak, tree, code, err = measure(command(Path(scratch)))
         if code != 0:
             print(f"{label}: exit {code}: {err.strip()}", file=sys.stderr)
-        rows.append(f"{label:<32}{seconds:>9.1f}{total_lines / seconds:>12,.0f}{peak:>13.0f}{tree:>9.0f}")
-    print()
-    print(header)
-    print("-" * len(header))
-    print("\n".join(rows))
-    return 0
+            failed = True
+        print(f"{label:<32}{seconds:>9.1f}{total_lines / seconds:>12,.0f}{peak:>13.0f}{tree:>9.0f}", flush=True)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

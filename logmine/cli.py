@@ -82,7 +82,7 @@ def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None
     from .worker.processes import tune_for_ingest
 
     if engine == "spark":
-        spark_ingest_command(list(paths), out, master, envelope, as_json)
+        spark_ingest_command(list(paths), out, master, envelope, as_json, redact)
         return
 
     tune_for_ingest()
@@ -104,14 +104,15 @@ def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None
         sys.exit(INPUT_FAILED)
 
 
-def spark_ingest_command(paths: list[str], out: str | None, master: str, envelope: str | None, as_json: bool) -> None:
+def spark_ingest_command(paths: list[str], out: str | None, master: str, envelope: str | None, as_json: bool,
+                         redact: bool) -> None:
     from . import spark_engine, spark_ingest
     from .sources import InputError
 
     if not out:
         fail("--engine spark writes a Parquet folder: give --out FOLDER")
     try:
-        report = spark_ingest.ingest(paths, out, master=master, envelope=envelope).as_dict()
+        report = spark_ingest.ingest(paths, out, master=master, envelope=envelope, redact=redact).as_dict()
     except (InputError, spark_engine.SparkUnavailable) as exc:
         fail(str(exc))
     if as_json:

@@ -7,8 +7,8 @@ private DuckDB file in its scratch directory: parse, typed tables, and the deriv
 (runs, configs, config diffs, the `_by_run` views). It renumbers the source, then appends its tables to
 the shared output in the layout of `logmine.partitioned` (files named after the source, so tasks never write
 the same file). A fleet keeps one journal per host, so a host's runs are segmented in one task; 50 hosts
-are 50 tasks spread over the cluster's cores. The driver finishes with what spans sources: configs kept
-once per id, an empty file for a table no task filled, and the manifest.
+are 50 tasks spread over the cluster's cores. The driver finishes with what spans sources: the tables that are not
+per source (configs, settings) kept once per distinct row, and an empty file for a table no task filled.
 
 What does not span hosts: the untyped lines' templates are mined per host (`unparsed` counts within each
 host's templates), and agent transcripts are not read here (ingest them with the DuckDB engine).
@@ -46,9 +46,10 @@ class SparkIngestReport:
                 "failed": self.failed}
 
 
-def ingest(paths: list[str], out: str | Path, master: str = "local[2]",
-           envelope: str | None = None) -> SparkIngestReport:
-    """Parse the log files under `paths` on Spark into the Parquet layout at `out` (replaced if it exists)."""
+def ingest(paths: list[str], out: str | Path, master: str = "local[2]", envelope: str | None = None,
+           redact: bool = False) -> SparkIngestReport:
+    """Parse the log files under `paths` on Spark into the Parquet layout at `out` (a folder an earlier
+    ingest wrote is replaced; `redact` as for `api.ingest`)."""
     from .inputs import classify_inputs
     from .spark_engine import session
 
@@ -56,13 +57,17 @@ def ingest(paths: list[str], out: str | Path, master: str = "local[2]",
     skipped += [f"{path}: an agent transcript: the Spark engine reads logs only (ingest it with the DuckDB engine)"
                 for path, _ in transcripts]
     out = Path(out).resolve()
-    if out.exists():
+    if out.exists() and any(out.iterdir()):
+        if not (out / MANIFEST).exists():  # never remove a folder that logmine did not write
+            from .sources import InputError
+
+            raise InputError(f"{out}: not empty and not a logmine Parquet folder; give a new or empty --out")
         shutil.rmtree(out)
-    out.mkdir(parents=True)
+    out.mkdir(parents=True, exist_ok=True)
     spark = session(master, app="logmine-ingest")
     files = spark.createDataFrame([(i + 1, path) for i, path in enumerate(logs)], "source_id INT, path STRING")
     tasks = files.repartition(max(1, len(logs)), "source_id")  # one file per task
-    results = tasks.mapInArrow(lambda batches: _ingest_batches(batches, str(out), envelope), RESULT_SCHEMA)
+    results = tasks.mapInArrow(lambda batches: _ingest_batches(batches, str(out), envelope, redact), RESULT_SCHEMA)
     rows = sorted(results.collect(), key=lambda r: r["source_id"])
     finish(out)
     failed = skipped + [r["failed"] for r in rows if r["failed"]]
@@ -71,12 +76,13 @@ def ingest(paths: list[str], out: str | Path, master: str = "local[2]",
     return SparkIngestReport(str(out), sources, failed)
 
 
-def _ingest_batches(batches: Iterator[pa.RecordBatch], out: str, envelope: str | None) -> Iterator[pa.RecordBatch]:
+def _ingest_batches(batches: Iterator[pa.RecordBatch], out: str, envelope: str | None,
+                    redact: bool) -> Iterator[pa.RecordBatch]:
     """The task: each (source_id, path) row of each Arrow batch ingested and appended to `out`."""
     import pyarrow as pa
 
     for batch in batches:
-        results = [ingest_one(int(sid), path, Path(out), envelope)
+        results = [ingest_one(int(sid), path, Path(out), envelope, redact)
                    for sid, path in zip(batch.column("source_id").to_pylist(), batch.column("path").to_pylist(),
                                         strict=True)]
         yield pa.RecordBatch.from_pylist(results, schema=pa.schema([
@@ -84,7 +90,7 @@ def _ingest_batches(batches: Iterator[pa.RecordBatch], out: str, envelope: str |
             ("lines_typed", pa.int64()), ("failed", pa.string())]))
 
 
-def ingest_one(source_id: int, path: str, out: Path, envelope: str | None) -> dict:
+def ingest_one(source_id: int, path: str, out: Path, envelope: str | None, redact: bool = False) -> dict:
     """One log file through logmine's ingest into a scratch database, renumbered as source `source_id`,
     appended to the layout at `out`."""
     from . import api
@@ -94,7 +100,7 @@ def ingest_one(source_id: int, path: str, out: Path, envelope: str | None) -> di
     scratch = Path(tempfile.mkdtemp(prefix="logmine-spark-"))
     try:
         db = scratch / "one.duckdb"
-        report = api.ingest([path], db=db, envelope=envelope).logs
+        report = api.ingest([path], db=db, envelope=envelope, redact=redact, jobs=1).logs
         if report.failed:
             return {"source_id": source_id, "display": path, "lines_read": 0, "lines_typed": 0,
                     "failed": report.failed[0]}
@@ -123,8 +129,9 @@ def _write_manifest_atomically(out: Path, tables: dict, views: list[str]) -> Non
 
 
 def finish(out: Path) -> None:
-    """What spans the tasks: configs once per id (two hosts may run one config), and an empty file with
-    its schema for each table that no task filled, so that every reader finds each table."""
+    """What spans the tasks: a table that is not per source (configs, settings) once per distinct row (two
+    hosts may run one config), and an empty file with its schema for each table that no task filled, so
+    that every reader finds each table."""
     import duckdb
 
     if not (out / MANIFEST).exists():
@@ -134,17 +141,17 @@ def finish(out: Path) -> None:
     manifest = read_manifest(out)
     con = duckdb.connect(":memory:")
     try:
-        configs = out / "configs"
-        files = sorted(configs.glob("*.parquet"))
-        if len(files) > 1:
-            con.execute(f"COPY (SELECT DISTINCT * FROM read_parquet('{configs}/*.parquet') ORDER BY config_id) "
-                        f"TO '{out / 'configs.parquet.tmp'}' (FORMAT parquet, COMPRESSION zstd)")
-            for f in files:
-                f.unlink()
-            os.replace(out / "configs.parquet.tmp", configs / "data.parquet")
         for table, columns in manifest["tables"].items():
             folder = out / table
             folder.mkdir(exist_ok=True)
+            files = sorted(folder.glob("source*.parquet"))  # one per task, beside no partition folder
+            if "source_id" not in columns and len(files) > 1:
+                merged = out / f".{table}.parquet"
+                con.execute(f"COPY (SELECT DISTINCT * FROM read_parquet('{folder}/source*.parquet') ORDER BY ALL) "
+                            f"TO '{merged}' (FORMAT parquet, COMPRESSION zstd)")
+                for f in files:
+                    f.unlink()
+                os.replace(merged, folder / "data.parquet")
             if not any(folder.rglob("*.parquet")):
                 body = ", ".join(f'CAST(NULL AS {t}) AS "{c}"' for c, t in columns.items())
                 con.execute(f"COPY (SELECT {body} LIMIT 0) TO '{folder / 'empty.parquet'}' (FORMAT parquet)")
