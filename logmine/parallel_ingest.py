@@ -79,7 +79,7 @@ def ingest_logs_parallel(con: duckdb.DuckDBPyConnection, paths: list[str], jobs:
 
 @contextlib.contextmanager
 def _pool(jobs: int, tasks: int) -> Iterator[object]:
-    from .worker_process import worker_context
+    from .worker.processes import worker_context
 
     if tasks == 0:
         yield _NoPool()

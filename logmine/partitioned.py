@@ -11,7 +11,7 @@ claims, ...) is small and has one folder of plain files. A missing host or day i
 `__HIVE_DEFAULT_PARTITION__`, which DuckDB, Spark and Trino all read back as NULL.
 
 `OUT/_logmine.json` keeps each table's columns with their DuckDB types and the SQL of the database's
-views and macros (the `<table>_by_run` views, `untyped_key`), so `open_folder` gives back the same
+views and macros (the `<table>_by_run` views, `untyped_key`, `chosen`), so `open_folder` gives back the same
 tables and views and the named queries run on it unchanged. A partition column that is not a column
 of the table (`host` of an event table, `day`) is not part of what `open_folder` shows.
 """
@@ -60,11 +60,13 @@ def view_statements(con: duckdb.DuckDBPyConnection) -> list[str]:
     """The SQL that makes the database's macros (`untyped_key`) and views again, macros first."""
     from .store import execute
 
-    macros = execute(con, "SELECT function_name, parameters, macro_definition FROM duckdb_functions() "
-                          "WHERE NOT internal AND function_type = 'macro' AND schema_name = current_schema()")
+    macros = execute(con, "SELECT function_name, parameters, function_type, macro_definition FROM duckdb_functions() "
+                          "WHERE NOT internal AND function_type IN ('macro', 'table_macro') "
+                          "AND schema_name = current_schema() ORDER BY function_oid")
     views = execute(con, "SELECT sql FROM duckdb_views() WHERE NOT internal AND schema_name = current_schema() "
                          "ORDER BY view_oid")
-    return ([f"CREATE MACRO {name}({', '.join(params)}) AS {body}" for name, params, body in macros]
+    return ([f"CREATE MACRO {name}({', '.join(params)}) AS {'TABLE ' if kind == 'table_macro' else ''}{body}"
+             for name, params, kind, body in macros]
             + [sql for (sql,) in views])
 
 

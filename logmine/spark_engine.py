@@ -148,19 +148,30 @@ def folder_schema(folder: str | Path) -> dict[str, dict[str, str]]:
     return {name: dict(zip(cols, types, strict=True)) for name, cols, types in found}
 
 
-def _definitions(statements: list[str]) -> tuple[dict[str, tuple[list[str], str]], list[tuple[str, str]]]:
-    """({macro: (parameters, body)}, [(view, its SELECT)]) from the manifest's SQL."""
+Macro = tuple[list[str], str, bool]  # parameters, body, whether it is a table macro
+
+
+def _definitions(statements: list[str]) -> tuple[dict[str, Macro], list[tuple[str, str]]]:
+    """({macro: (parameters, body, is a table macro)}, [(view, its SELECT)]) from the manifest's SQL."""
     import sqlglot
 
     macros, views = {}, []
     for statement in statements:
-        found = re.match(r"CREATE MACRO (\w+)\(([^)]*)\) AS (.*)", statement, re.DOTALL)
+        found = re.match(r"CREATE MACRO (\w+)\(([^)]*)\) AS (TABLE )?(.*)", statement, re.DOTALL)
         if found:
-            macros[found[1]] = ([p.strip() for p in found[2].split(",") if p.strip()], found[3])
+            macros[found[1]] = ([p.strip() for p in found[2].split(",") if p.strip()], found[4], bool(found[3]))
             continue
         tree = sqlglot.parse_one(statement, read="duckdb")
         views.append((tree.this.name, tree.expression.sql("duckdb")))
     return macros, views
+
+
+def _table_macro_body(params: list[str], body: str, arguments: list[str]) -> str:
+    """A table macro's SELECT for these literal arguments: `query_table(p)` becomes the table p names."""
+    for param, argument in zip(params, arguments, strict=False):
+        body = re.sub(rf"\bquery_table\(\s*{param}\s*\)", argument.strip("'"), body)
+        body = re.sub(rf"\b{param}\b", argument, body)
+    return body
 
 
 # DuckDB functions that Spark has under another shape: `_1`, `_2` stand for the call's arguments.
@@ -172,7 +183,7 @@ SPARK_SHAPES = {
 EPOCH = "UNIX_MICROS(CAST(_1 AS TIMESTAMP)) / 1e6"
 
 
-def translate(sql: str, macros: dict[str, tuple[list[str], str]] | None = None,
+def translate(sql: str, macros: dict[str, Macro] | None = None,
               schema: dict[str, dict[str, str]] | None = None) -> str:
     """DuckDB SQL as Spark SQL. Calls of the database's macros are expanded first, and, given the tables'
     and views' columns, `*` and `* EXCEPT (...)` become column lists (Spark has no EXCEPT there)."""
@@ -181,8 +192,22 @@ def translate(sql: str, macros: dict[str, tuple[list[str], str]] | None = None,
     from sqlglot.optimizer.qualify import qualify
 
     tree = sqlglot.parse_one(sql, read="duckdb", error_level=sqlglot.ErrorLevel.RAISE)
-    for name, (params, body) in (macros or {}).items():
-        tree = tree.transform(_expander(name, params, sqlglot.parse_one(body, read="duckdb")))
+    tables = {name: m for name, m in (macros or {}).items() if m[2]}
+
+    def inline_tables(node: exp.Expression) -> exp.Expression:
+        # `FROM events_by_run('errors')`: Spark has no table macros; the call becomes its SELECT.
+        if isinstance(node, exp.Table) and isinstance(node.this, exp.Anonymous) and node.this.name.lower() in tables:
+            params, body, _ = tables[node.this.name.lower()]
+            select = sqlglot.parse_one(_table_macro_body(params, body, [a.sql("duckdb") for a in
+                                                                       node.this.expressions]), read="duckdb")
+            alias = exp.TableAlias(this=exp.to_identifier(node.alias or node.this.name.lower()))
+            return exp.Subquery(this=select.transform(inline_tables), alias=alias)
+        return node
+
+    tree = tree.transform(inline_tables)
+    for name, (params, body, is_table) in (macros or {}).items():
+        if not is_table:
+            tree = tree.transform(_expander(name, params, sqlglot.parse_one(body, read="duckdb")))
     if schema:
         tree = qualify(tree, schema=schema, dialect="duckdb", expand_stars=True, validate_qualify_columns=False,
                        quote_identifiers=True, identify=False)

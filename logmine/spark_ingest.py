@@ -50,7 +50,7 @@ def ingest(paths: list[str], out: str | Path, master: str = "local[2]", envelope
            redact: bool = False) -> SparkIngestReport:
     """Parse the log files under `paths` on Spark into the Parquet layout at `out` (a folder an earlier
     ingest wrote is replaced; `redact` as for `api.ingest`)."""
-    from .inputs import classify_inputs
+    from .sources import classify_inputs
     from .spark_engine import session
 
     logs, transcripts, skipped = classify_inputs(paths)
