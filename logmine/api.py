@@ -75,9 +75,9 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
     setting of the database, in every later one. A database the ingest creates is readable by its owner
     only (and so are its write-ahead log and temporary files).
 
-    `jobs` processes parse (default: one per core): several log files at once, each in a process of its
-    own, or one large file in a worker beside this process; with 1 this process does everything. The
-    tables are the same whatever `jobs` (`logmine.parallel_ingest`).
+    `jobs` processes share the work (default: one per core): 1 is this process alone; 2 adds a parse
+    worker beside it for each input of 32 MB or more; 3 or more parse several new log files at once, each
+    in a process of its own (`logmine.parallel_ingest`). The tables are the same whatever `jobs`.
     """
     from . import interrupts
     from .sources import classify_inputs
@@ -125,7 +125,7 @@ def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, log_paths: list[str],
         if redact:
             save_setting(con, "redact", "on")
         transcripts.ensure_tables(con)
-        if jobs > 1 and len(log_paths) > 1:
+        if jobs > 2 and len(log_paths) > 1:  # on two cores the worker beside this process does better
             from .parallel_ingest import ingest_logs_parallel
 
             logs = ingest_logs_parallel(con, log_paths, jobs, envelope=envelope, progress=progress, redact=redact)

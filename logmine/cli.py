@@ -70,7 +70,8 @@ def main() -> None:
               help="Replace secrets (tokens, keys, passwords) before they are stored, now and in every later "
                    "ingest into this database.")
 @click.option("--jobs", type=click.IntRange(min=1), default=None,
-              help="Log files parsed at once, each in its own process (default: one per core).")
+              help="Processes that share the parse (default: one per core; 1: this one alone; 3+: several "
+                   "files at once).")
 @click.option("--engine", type=click.Choice(["duckdb", "spark"]), default="duckdb", show_default=True,
               help="spark: parse the log files in Spark tasks into a Parquet folder (--out) instead of --db.")
 @click.option("--master", default="local[2]", show_default=True, help="Spark master URL (with --engine spark).")

@@ -1,4 +1,6 @@
-"""`logmine ingest --jobs N`: log files parsed in N processes at once, stored as a serial ingest stores them.
+"""`logmine ingest --jobs N` for N of 3 or more: log files parsed in N processes at once, stored as a serial
+ingest stores them. (With 2, the serial ingest's parse worker beside the main process is the better use of
+two cores: it adds no work, where this copies every row twice.)
 
 Each new file goes to a pool process, which parses it with the serial code into a scratch DuckDB file of
 its own (source id 1, one thread, no parse worker of its own: the N processes are the parallelism). The
@@ -48,7 +50,7 @@ def ingest_logs_parallel(con: duckdb.DuckDBPyConnection, paths: list[str], jobs:
     scratch = Path(tempfile.mkdtemp(prefix="logmine-jobs-"))
     try:
         with _pool(jobs, len(pooled)) as pool:
-            parsed = pool.imap(_parse_to_scratch, [(p, str(scratch / f"{i}.duckdb"), envelope, redact)
+            parsed = pool.map(_parse_to_scratch, [(p, str(scratch / f"{i}.duckdb"), envelope, redact)
                                                    for i, p in enumerate(pooled)])
             remaining = set(range(len(pooled)))
             for path in paths:
@@ -79,21 +81,24 @@ def ingest_logs_parallel(con: duckdb.DuckDBPyConnection, paths: list[str], jobs:
 
 @contextlib.contextmanager
 def _pool(jobs: int, tasks: int) -> Iterator[object]:
+    """Processes forked from logmine's preloaded server; a process that dies fails the ingest (an executor
+    says so, where a plain pool would start another one forever)."""
+    from concurrent.futures import ProcessPoolExecutor
+
     from .worker.processes import worker_context
 
     if tasks == 0:
         yield _NoPool()
         return
-    pool = worker_context().Pool(processes=max(1, min(jobs, tasks)))
+    pool = ProcessPoolExecutor(max_workers=max(1, min(jobs, tasks)), mp_context=worker_context())
     try:
         yield pool
     finally:
-        pool.terminate()
-        pool.join()
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 class _NoPool:
-    def imap(self, function: object, items: list) -> Iterator:
+    def map(self, function: object, items: list) -> Iterator:
         return iter(())
 
 
@@ -107,7 +112,9 @@ def _parse_to_scratch(task: tuple[str, str, str | None, bool]) -> tuple[tuple[st
     try:
         execute(con, "SET threads = 1")
         execute(con, f"SET memory_limit = '{SCRATCH_MEMORY}'")
+        execute(con, "BEGIN TRANSACTION")  # one commit, as in the serial ingest
         result = ingest_logs(con, [path], envelope=envelope, redact=redact, worker=False)
+        execute(con, "COMMIT")
     finally:
         con.close()
     if result.failed:
