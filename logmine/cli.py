@@ -211,7 +211,10 @@ def query_command(db: str, name: str, fmt: str, columns: str | None, no_pager: b
 def export(db: str, out: str) -> None:
     """Export the database as Parquet files that DuckDB, Spark and Trino read (`query --data` queries them)."""
     with api.open_db(db) as con:
-        written = api.export_parquet(con, out)
+        try:
+            written = api.export_parquet(con, out)
+        except FileExistsError as exc:
+            fail(str(exc))
     click.echo(f"{out}: {len(written)} tables, {sum(written.values()):,} rows", err=True)
 
 

@@ -81,6 +81,9 @@ def export(con: duckdb.DuckDBPyConnection, out: str | Path, file_prefix: str = "
     from .store import execute
 
     out = Path(out)
+    if not append and out.is_dir() and any(out.iterdir()) and not (out / MANIFEST).exists():
+        # Its table folders are replaced: never in a folder that logmine did not write.
+        raise FileExistsError(f"{out}: not empty and not a logmine Parquet folder; give a new or empty one")
     out.mkdir(parents=True, exist_ok=True)
     tables = table_columns(con)
     hosts = source_hosts(con) if "lines" in tables else []

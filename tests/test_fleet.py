@@ -97,6 +97,10 @@ def test_cli_export_then_query_data(demo_db: Path, tmp_path: Path) -> None:
     on_folder = runner.invoke(main, ["query", "runs", "--data", str(tmp_path / "out"), "--format", "json"])
     assert json.loads(on_folder.output) == json.loads(on_db.output)
     assert len(json.loads(on_db.output)) == 3
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("not logmine's")
+    refused = runner.invoke(main, ["export", "--db", str(demo_db), "--parquet", str(tmp_path / "mine")])
+    assert refused.exit_code == 2 and (tmp_path / "mine" / "notes.txt").exists()
 
 
 # Spark starts in 5-15 s and plans each query in seconds on 2 cores: the suite runs one Spark ingest (two
