@@ -7,9 +7,10 @@ its own (source id 1, one thread, no parse worker of its own: the N processes ar
 main process takes the results in the order the files were named and copies each file's rows into the
 database under the source id a serial ingest would give it (the next free one, so a file that fails
 takes none), while the pool parses the next files. Files the database already knows (grown, unchanged,
-replaced), stdin and a path named twice are ingested by the main process itself, in their place in
-the order. What spans sources (runs, templates, links) is derived afterwards, once, as after a serial
-ingest: the tables are the same, row for row.
+replaced), stdin, a path named twice and a file whose content continues or copies a source stored
+before it are ingested by the main process itself, in their place in the order. What spans sources
+(runs, templates, links) is derived afterwards, once, as after a serial ingest: the tables are the
+same, row for row.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ def ingest_logs_parallel(con: duckdb.DuckDBPyConnection, paths: list[str], jobs:
     """`ingest.ingest_logs` with the new files parsed in `jobs` processes; run it inside a transaction."""
     from . import interrupts
     from .ingest import LOG_TABLES, IngestReport, failure_line, ingest_log, table_columns
+    from .source_identity import same_content
     from .sources import describe_input
     from .store import ensure_tables, find_source
 
@@ -59,7 +61,10 @@ def ingest_logs_parallel(con: duckdb.DuckDBPyConnection, paths: list[str], jobs:
                 if path in pooled and pooled.index(path) in remaining:
                     remaining.discard(pooled.index(path))
                     source, failure = next(parsed)
-                    if failure:
+                    if source and same_content(con, describe_input(path)):
+                        # A copy or continuation of a source stored before it: the serial code says which.
+                        report.sources.append(ingest_log(con, describe_input(path), envelope, progress, redact))
+                    elif failure:
                         report.failed.append(failure)
                     else:
                         report.sources.append(_merge(con, source))

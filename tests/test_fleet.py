@@ -202,12 +202,14 @@ def test_jobs_ingest_equals_a_serial_one_row_for_row(tmp_path: Path) -> None:
     for n, host in enumerate(["node-a", "node-b", "node-c"]):
         (inputs / f"{n}-{host}.log").write_text(journal.replace("gpu-box", host))
     (inputs / "1-broken.log.gz").write_bytes(b"\x1f\x8b\x08\x00not gzip at all")  # fails between two good ones
+    (inputs / "3-copy.log").write_text(journal.replace("gpu-box", "node-a"))  # a copy of 0-node-a: skipped
     session = REPO / "examples" / "demo" / "session.opencode.json"
     serial = api.ingest([str(inputs), str(session)], db=tmp_path / "serial.duckdb", jobs=1)
     parallel = api.ingest([str(inputs), str(session)], db=tmp_path / "parallel.duckdb", jobs=3)
-    assert [s.source_id for s in parallel.logs.sources] == [s.source_id for s in serial.logs.sources] == [1, 2, 3]
+    assert [(s.source_id, s.status) for s in parallel.logs.sources] == \
+        [(s.source_id, s.status) for s in serial.logs.sources] == [(1, "new"), (2, "new"), (3, "new"), (1, "copy")]
     assert len(parallel.logs.failed) == len(serial.logs.failed) == 1
     assert table_fingerprints(tmp_path / "parallel.duckdb") == table_fingerprints(tmp_path / "serial.duckdb")
     # Again: every file is known now, so the main process reads them (nothing new), as a serial ingest would.
     again = api.ingest([str(inputs)], db=tmp_path / "parallel.duckdb", jobs=3)
-    assert {s.status for s in again.logs.sources} == {"unchanged"}
+    assert {s.status for s in again.logs.sources} == {"unchanged", "copy"}
