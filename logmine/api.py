@@ -63,7 +63,7 @@ class Report:
 
 
 def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None = None, tz: str | None = None,
-           progress: Progress | None = None, redact: bool = False) -> Report:
+           progress: Progress | None = None, redact: bool = False, jobs: int | None = None) -> Report:
     """Parse the inputs into typed events in the DuckDB file `db` (created if missing).
 
     Logs and transcripts are stored, and runs, configs, diffs and links recomputed, in one
@@ -74,6 +74,10 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
     `redact` replaces secrets before they are stored (`logmine.redact`), in this ingest and, kept as a
     setting of the database, in every later one. A database the ingest creates is readable by its owner
     only (and so are its write-ahead log and temporary files).
+
+    `jobs` processes share the work (default: one per core): 1 is this process alone; 2 adds a parse
+    worker beside it for each input of 32 MB or more; 3 or more parse several new log files at once, each
+    in a process of its own (`logmine.parallel_ingest`). The tables are the same whatever `jobs`.
     """
     from . import interrupts
     from .sources import classify_inputs
@@ -87,7 +91,7 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
         con = connect(db)
         try:
             report = _ingest_in_transaction(con, log_paths, transcript_paths, skipped, envelope, utc_offset,
-                                            progress, redact)
+                                            progress, redact, jobs or os.cpu_count() or 1)
         except BaseException:
             con.close()
             if created:  # as it was: no database
@@ -104,7 +108,8 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
 
 def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, log_paths: list[str],
                            transcript_paths: list[tuple[Path, str]], skipped: list[str], envelope: str | None,
-                           utc_offset: timedelta | None, progress: Progress | None, redact: bool) -> Report:
+                           utc_offset: timedelta | None, progress: Progress | None, redact: bool,
+                           jobs: int = 1) -> Report:
     import duckdb
 
     from . import derive, interrupts, knowledge, transcripts
@@ -120,7 +125,14 @@ def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, log_paths: list[str],
         if redact:
             save_setting(con, "redact", "on")
         transcripts.ensure_tables(con)
-        report = Report(ingest_logs(con, log_paths, envelope=envelope, progress=progress, redact=redact))
+        if jobs > 2 and len(log_paths) > 1:  # on two cores the worker beside this process does better
+            from .parallel_ingest import ingest_logs_parallel
+
+            logs = ingest_logs_parallel(con, log_paths, jobs, envelope=envelope, progress=progress, redact=redact)
+        else:
+            # One job: this process alone, without the parse worker it otherwise starts for a large input.
+            logs = ingest_logs(con, log_paths, envelope=envelope, progress=progress, redact=redact, worker=jobs > 1)
+        report = Report(logs)
         execute(con, "RESET threads")  # the worker is done: the queries below may use every core
         report.logs.failed[:0] = skipped
         redactor = Redactor() if redact and transcript_paths else None
@@ -168,6 +180,27 @@ def open_db(db: str | Path = DEFAULT_DB) -> Iterator[duckdb.DuckDBPyConnection]:
         yield con
     finally:
         con.close()
+
+
+@contextmanager
+def open_data(folder: str | Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection to a folder written by `export_parquet`: the same tables and views as the database it
+    came from (views over its Parquet files), so every named query runs on it unchanged."""
+    from .partitioned import open_folder
+
+    con = open_folder(folder)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def export_parquet(con: duckdb.DuckDBPyConnection, out: str | Path) -> dict[str, int]:
+    """Write every table as Parquet under `out`, partitioned by host and day where the rows have them
+    (layout in `logmine.partitioned`); returns the rows written per table."""
+    from .partitioned import export
+
+    return export(con, out)
 
 
 def engine(db: str | Path = DEFAULT_DB) -> sqlalchemy.engine.Engine:

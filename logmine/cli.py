@@ -69,16 +69,28 @@ def main() -> None:
 @click.option("--redact", is_flag=True,
               help="Replace secrets (tokens, keys, passwords) before they are stored, now and in every later "
                    "ingest into this database.")
+@click.option("--jobs", type=click.IntRange(min=1), default=None,
+              help="Processes that share the parse (default: one per core; 1: this one alone; 3+: several "
+                   "files at once).")
+@click.option("--engine", type=click.Choice(["duckdb", "spark"]), default="duckdb", show_default=True,
+              help="spark: parse the log files in Spark tasks into a Parquet folder (--out) instead of --db.")
+@click.option("--master", default="local[2]", show_default=True, help="Spark master URL (with --engine spark).")
+@click.option("--out", default=None, metavar="FOLDER", help="The Parquet folder a Spark ingest writes (replaced).")
 def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None, as_json: bool,
-           redact: bool) -> None:
+           redact: bool, jobs: int | None, engine: str, master: str, out: str | None) -> None:
     """Ingest SGLang logs/journals and agent transcripts (files, directories, or - for stdin)."""
     from .sources import InputError
     from .worker.processes import tune_for_ingest
 
+    if engine == "spark":
+        spark_ingest_command(list(paths), out, master, envelope, as_json, redact)
+        return
+
     tune_for_ingest()
     with api.progress_bar(enabled=not as_json) as progress:
         try:
-            report = api.ingest(list(paths), db=db, envelope=envelope, tz=tz, progress=progress, redact=redact)
+            report = api.ingest(list(paths), db=db, envelope=envelope, tz=tz, progress=progress, redact=redact,
+                                jobs=jobs)
         except (InputError, FileNotFoundError) as exc:
             fail(str(exc))
     interrupts.check(committed=True)
@@ -90,6 +102,30 @@ def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None
     for line in summary["failed"]:
         click.echo(f"logmine: {visible(line, one_line=True)}", err=True)
     if summary["failed"]:
+        sys.exit(INPUT_FAILED)
+
+
+def spark_ingest_command(paths: list[str], out: str | None, master: str, envelope: str | None, as_json: bool,
+                         redact: bool) -> None:
+    from . import spark_engine, spark_ingest
+    from .sources import InputError
+
+    if not out:
+        fail("--engine spark writes a Parquet folder: give --out FOLDER")
+    try:
+        report = spark_ingest.ingest(paths, out, master=master, envelope=envelope, redact=redact).as_dict()
+    except (InputError, spark_engine.SparkUnavailable) as exc:
+        fail(str(exc))
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+    else:
+        for s in report["sources"]:
+            click.echo(f"{visible(s['path'], one_line=True)}: {s['lines_read']:,} lines read, "
+                       f"{s['lines_typed']:,} typed")
+        click.echo(f"total: {report['lines_read']:,} lines read, {report['lines_typed']:,} typed -> {out}")
+    for line in report["failed"]:
+        click.echo(f"logmine: {visible(line, one_line=True)}", err=True)
+    if report["failed"]:
         sys.exit(INPUT_FAILED)
 
 
@@ -130,22 +166,56 @@ class QueryCommand(click.Command):
 @click.option("--run", "run_", type=int, default=None, help="Only this run ordinal.")
 @click.option("--source", default=None, help="Only this source (path, or any suffix of it that names one).")
 @click.option("--session", default=None, help="Only this agent session id.")
+@click.option("--data", default=None, metavar="FOLDER",
+              help="Query a folder written by `logmine export --parquet` (or a Spark ingest) instead of --db.")
+@click.option("--engine", type=click.Choice(["duckdb", "spark"]), default="duckdb", show_default=True,
+              help="spark: run the query on Spark SQL (translated from DuckDB's dialect); needs --data.")
+@click.option("--master", default="local[2]", show_default=True, help="Spark master URL (with --engine spark).")
 @output_options
-def query(name: str | None, db: str, run_: int | None, source: str | None, session: str | None, fmt: str,
-          columns: str | None, no_pager: bool) -> None:
+def query(name: str | None, db: str, run_: int | None, source: str | None, session: str | None, data: str | None,
+          engine: str, master: str, fmt: str, columns: str | None, no_pager: bool) -> None:
     """Run a named query from queries/ (without NAME: list them)."""
     if name is None:
         for known in named_queries.names():
             click.echo(f"{known:<16} {named_queries.description(known)}")
         return
-    query_command(db, name, fmt, columns, no_pager, run=run_, source=source, session=session)
+    if engine == "spark":
+        if not data:
+            fail("--engine spark reads a Parquet folder: give --data FOLDER (`logmine export --parquet` writes one)")
+        from . import spark_engine
+
+        keys = named_queries.key_columns(name)
+        try:
+            spark = spark_engine.session(master)
+            spark_engine.register_folder(spark, data)
+            rows = spark_engine.query_rows(spark, data, name, run=run_, source=source, session=session)
+        except (spark_engine.Untranslatable, spark_engine.SparkUnavailable) as exc:
+            fail(str(exc))
+        show(rows, fmt, columns, no_pager, keys)
+        return
+    query_command(db, name, fmt, columns, no_pager, data=data, run=run_, source=source, session=session)
 
 
-def query_command(db: str, name: str, fmt: str, columns: str | None, no_pager: bool, **params: object) -> None:
+def query_command(db: str, name: str, fmt: str, columns: str | None, no_pager: bool, data: str | None = None,
+                  **params: object) -> None:
     keys = named_queries.key_columns(name)  # first, so that an unknown name fails before the database opens
-    with api.open_db(db) as con:
+    with api.open_data(data) if data else api.open_db(db) as con:
         rows = api.query_rows(con, name, **params)
     show(rows, fmt, columns, no_pager, keys)
+
+
+@main.command()
+@DB_OPTION
+@click.option("--parquet", "out", required=True, metavar="FOLDER",
+              help="Write every table here as Parquet, partitioned by host=/day= (each table's folder is replaced).")
+def export(db: str, out: str) -> None:
+    """Export the database as Parquet files that DuckDB, Spark and Trino read (`query --data` queries them)."""
+    with api.open_db(db) as con:
+        try:
+            written = api.export_parquet(con, out)
+        except FileExistsError as exc:
+            fail(str(exc))
+    click.echo(f"{out}: {len(written)} tables, {sum(written.values()):,} rows", err=True)
 
 
 @main.command()

@@ -116,8 +116,9 @@ class IngestReport:
 
 
 def ingest_logs(con: duckdb.DuckDBPyConnection, paths: list[str], envelope: str | None = None,
-                progress: Progress | None = None, redact: bool = False) -> IngestReport:
-    """Parse log files (or `-` for stdin) into the tables; run it inside a transaction."""
+                progress: Progress | None = None, redact: bool = False, worker: bool = True) -> IngestReport:
+    """Parse log files (or `-` for stdin) into the tables; run it inside a transaction. Without `worker`,
+    large inputs too are parsed in this process (`--jobs 1`, and the processes of `--jobs N`)."""
     if envelope is not None and envelope not in FORMATS:
         raise InputError(f"unknown format {envelope!r}; choose one of {', '.join(FORMATS)}")
     ensure_tables(con, {name: table_columns(name) for name in LOG_TABLES})
@@ -125,7 +126,7 @@ def ingest_logs(con: duckdb.DuckDBPyConnection, paths: list[str], envelope: str 
     for path in paths:
         interrupts.check()
         try:
-            report.sources.append(ingest_log(con, describe_input(path), envelope, progress, redact))
+            report.sources.append(ingest_log(con, describe_input(path), envelope, progress, redact, worker))
         except duckdb.Error:
             raise  # the transaction itself is in doubt: nothing of this ingest is kept
         except Exception as exc:  # this input is bad: it costs only itself
@@ -144,7 +145,7 @@ def failure_line(path: str, exc: Exception) -> str:
 
 
 def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
-               progress: Progress | None = None, redact: bool = False) -> SourceReport:
+               progress: Progress | None = None, redact: bool = False, worker: bool = True) -> SourceReport:
     previous = find_source(con, inp.path) if inp.path != "-" else None
     same = same_content(con, inp) if previous is None and inp.path != "-" else None
     if same and same.how != "continues":
@@ -165,7 +166,7 @@ def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
         return report
     saved = SavedRows(con, LOG_TABLES, source_id, first_line, keep=status in ("grown", "replaced"))
     try:
-        _read_log(con, inp, envelope, progress, previous, start_offset, first_line, report, redact)
+        _read_log(con, inp, envelope, progress, previous, start_offset, first_line, report, redact, worker)
     except duckdb.Error:
         raise
     except Exception:
@@ -177,7 +178,7 @@ def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
 
 def _read_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, progress: Progress | None,
               previous: dict | None, start_offset: int, first_line: int, report: SourceReport,
-              redact: bool = False) -> None:
+              redact: bool = False, worker: bool = True) -> None:
     """Parse one input from `start_offset` and store its rows and its `sources` record."""
     source_id = report.source_id
     stream = PeekableStream(open_bytes(inp, start_offset), inp.display)
@@ -205,7 +206,7 @@ def _read_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, 
         if plan.last_ts and fmt == "journal-short":
             # The year its stamps had reached, and the month a later January is seen to roll over from.
             time.year, time.last_month = int(plan.last_ts[:4]), int(plan.last_ts[5:7])
-    if inp.path != "-" and (inp.size or 0) >= WORKER_MIN_BYTES:
+    if worker and inp.path != "-" and (inp.size or 0) >= WORKER_MIN_BYTES:
         stream.close()  # the worker process reopens the file
         batches = parse_in_worker(plan, parse_batches, functools.partial(typed_batch, stats=True))
     else:

@@ -10,7 +10,7 @@
 CREATE OR REPLACE VIEW draft_starts AS
 SELECT source_id, run, dp, pp, attn_cp, moe_dp, tp, ep, line_no AS draft_from_line
 FROM (
-    SELECT r.source_id, r.ordinal AS run, e.*,
+    SELECT r.ordinal AS run, e.*,
            row_number() OVER (PARTITION BY e.source_id, r.ordinal, e.dp, e.pp, e.attn_cp, e.moe_dp, e.tp, e.ep
                               ORDER BY e.line_no) AS n
     FROM weight_loads AS e

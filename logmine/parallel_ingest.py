@@ -1,0 +1,144 @@
+"""`logmine ingest --jobs N` for N of 3 or more: log files parsed in N processes at once, stored as a serial
+ingest stores them. (With 2, the serial ingest's parse worker beside the main process is the better use of
+two cores: it adds no work, where this copies every row twice.)
+
+Each new file goes to a pool process, which parses it with the serial code into a scratch DuckDB file of
+its own (source id 1, one thread, no parse worker of its own: the N processes are the parallelism). The
+main process takes the results in the order the files were named and copies each file's rows into the
+database under the source id a serial ingest would give it (the next free one, so a file that fails
+takes none), while the pool parses the next files. Files the database already knows (grown, unchanged,
+replaced), stdin, a path named twice and a file whose content continues or copies a source stored
+before it are ingested by the main process itself, in their place in the order. What spans sources
+(runs, templates, links) is derived afterwards, once, as after a serial ingest: the tables are the
+same, row for row.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from .ingest import IngestReport, Progress, SourceReport
+
+# A pool process's scratch database keeps this much in memory and spills beyond.
+SCRATCH_MEMORY = "96MB"
+
+
+def ingest_logs_parallel(con: duckdb.DuckDBPyConnection, paths: list[str], jobs: int, envelope: str | None = None,
+                         progress: Progress | None = None, redact: bool = False) -> IngestReport:
+    """`ingest.ingest_logs` with the new files parsed in `jobs` processes; run it inside a transaction."""
+    from . import interrupts
+    from .ingest import LOG_TABLES, IngestReport, failure_line, ingest_log, table_columns
+    from .source_identity import same_content
+    from .sources import describe_input
+    from .store import ensure_tables, find_source
+
+    ensure_tables(con, {name: table_columns(name) for name in LOG_TABLES})
+    report = IngestReport(db="")
+    pooled: list[str] = []
+    seen: set[str] = set()
+    for path in paths:
+        resolved = str(Path(path).resolve()) if path != "-" else path
+        if path != "-" and resolved not in seen and find_source(con, resolved) is None:
+            pooled.append(path)
+        seen.add(resolved)
+    scratch = Path(tempfile.mkdtemp(prefix="logmine-jobs-"))
+    try:
+        with _pool(jobs, len(pooled)) as pool:
+            parsed = pool.map(_parse_to_scratch, [(p, str(scratch / f"{i}.duckdb"), envelope, redact)
+                                                   for i, p in enumerate(pooled)])
+            remaining = set(range(len(pooled)))
+            for path in paths:
+                interrupts.check()
+                resolved = str(Path(path).resolve()) if path != "-" else path
+                if path in pooled and pooled.index(path) in remaining:
+                    remaining.discard(pooled.index(path))
+                    source, failure = next(parsed)
+                    if source and same_content(con, describe_input(path)):
+                        # A copy or continuation of a source stored before it: the serial code says which.
+                        report.sources.append(ingest_log(con, describe_input(path), envelope, progress, redact))
+                    elif failure:
+                        report.failed.append(failure)
+                    else:
+                        report.sources.append(_merge(con, source))
+                    if progress:
+                        progress(path, 1, 1)
+                    continue
+                try:
+                    report.sources.append(ingest_log(con, describe_input(path), envelope, progress, redact))
+                except Exception as exc:  # noqa: BLE001 - as ingest_logs: a bad input costs only itself
+                    import duckdb
+
+                    if isinstance(exc, duckdb.Error):
+                        raise
+                    report.failed.append(failure_line(path, exc))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return report
+
+
+@contextlib.contextmanager
+def _pool(jobs: int, tasks: int) -> Iterator[object]:
+    """Processes forked from logmine's preloaded server; a process that dies fails the ingest (an executor
+    says so, where a plain pool would start another one forever)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from .worker.processes import worker_context
+
+    if tasks == 0:
+        yield _NoPool()
+        return
+    pool = ProcessPoolExecutor(max_workers=max(1, min(jobs, tasks)), mp_context=worker_context())
+    try:
+        yield pool
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _NoPool:
+    def map(self, function: object, items: list) -> Iterator:
+        return iter(())
+
+
+def _parse_to_scratch(task: tuple[str, str, str | None, bool]) -> tuple[tuple[str, SourceReport] | None, str | None]:
+    """Parse one file into a scratch database: ((database, its report), None), or (None, why it failed)."""
+    from .ingest import ingest_logs
+    from .store import connect, execute
+
+    path, db, envelope, redact = task
+    con = connect(db)
+    try:
+        execute(con, "SET threads = 1")
+        execute(con, f"SET memory_limit = '{SCRATCH_MEMORY}'")
+        execute(con, "BEGIN TRANSACTION")  # one commit, as in the serial ingest
+        result = ingest_logs(con, [path], envelope=envelope, redact=redact, worker=False)
+        execute(con, "COMMIT")
+    finally:
+        con.close()
+    if result.failed:
+        return None, result.failed[0]
+    return (db, result.sources[0]), None
+
+
+def _merge(con: duckdb.DuckDBPyConnection, parsed: tuple[str, SourceReport]) -> SourceReport:
+    """Copy a scratch database's rows into `con` as its next source."""
+    from .ingest import LOG_TABLES
+    from .store import execute, next_source_id
+
+    db, report = parsed
+    source_id = next_source_id(con)
+    execute(con, f"ATTACH '{db}' AS scratch (READ_ONLY)")
+    try:
+        for table in ["sources", *LOG_TABLES]:
+            execute(con, f'INSERT INTO "{table}" SELECT * REPLACE ({source_id} AS source_id) FROM scratch."{table}"')
+    finally:
+        execute(con, "DETACH scratch")
+    report.source_id = source_id
+    return report
