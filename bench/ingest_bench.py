@@ -37,6 +37,7 @@ class Measurement:
     peak_rss_mb: float
     exit_code: int
     stdout: str
+    cpu_seconds: float = 0.0  # user + system of the child and the descendants it waited for
 
     @property
     def lines_per_s(self) -> float:
@@ -134,7 +135,8 @@ def measure(tool: str, argv: list[str], lines: int, size_bytes: int) -> Measurem
     peak_mb = max(peak_kib / 1024 if peak_kib is not None else _rss_mb(usage.ru_maxrss), tree_kib / 1024)
     if code not in (0, 1):  # grep -c exits 1 when nothing matched
         sys.stderr.write(f"{tool} exited {code}: {stderr.strip()[-500:]}\n")
-    return Measurement(tool, lines, size_bytes / 1e6, seconds, peak_mb, code, stdout)
+    return Measurement(tool, lines, size_bytes / 1e6, seconds, peak_mb, code, stdout,
+                       usage.ru_utime + usage.ru_stime)
 
 
 def ensure_journal(workdir: Path, lines: int, seed: int) -> Path:
