@@ -15,7 +15,7 @@ Then the incremental case: a copy of the 2M-line journal is ingested, 10,000 mor
 it, and `logmine ingest` runs again on the grown file (only the new lines are read).
 
 It prints the machine (cores, load average at the start), then per tool the median wall and CPU seconds
-(user + system of the process and the children it waited for; logmine's parse worker included),
+(user + system of the process and all its descendants, logmine's parse worker and its server included),
 lines/s and peak RSS, and logmine's ratio to lnav in wall and in CPU time. Other work on the machine
 shows in the wall times more than in the CPU times.
 """
