@@ -159,6 +159,9 @@ def main(argv: list[str] | None = None) -> int:
             results = compare_size(journal, lines, args.repeats, logmine, lnav, Path(scratch))
             failed |= results["logmine ingest"].exit_code != 0
             print_rows(lines, results)
+            if "lnav -n" in results:  # that lnav indexed every line: its count is the last word it prints
+                counted = (results["lnav -n"].stdout.split() or ["?"])[-1]
+                print(f"{'':13}(lnav counted {counted} lines)")
         if not args.no_incremental:
             base = min(journals)
             longer = journals[max(journals)] if max(journals) > base else None
