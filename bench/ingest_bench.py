@@ -168,6 +168,13 @@ def ensure_journal(workdir: Path, lines: int, seed: int) -> Path:
     return path
 
 
+def find_logmine() -> str | None:
+    """The `logmine` command of the Python running this script (a virtualenv's, even when not activated),
+    else the first on PATH: a pyenv shim there may run another checkout's logmine."""
+    beside = Path(sys.executable).parent / "logmine"
+    return str(beside) if beside.exists() else shutil.which("logmine")
+
+
 def run_size(workdir: Path, lines: int, seed: int, logmine: str) -> list[Measurement]:
     journal = ensure_journal(workdir, lines, seed)
     size = journal.stat().st_size
@@ -213,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="where generated journals are cached (default: $TMPDIR/logmine-bench)")
     args = ap.parse_args(argv)
 
-    logmine = shutil.which("logmine")
+    logmine = find_logmine()
     if logmine is None:
         print("ingest_bench: `logmine` is not on PATH (pip install -e '.[dev]' first)", file=sys.stderr)
         return 2

@@ -32,7 +32,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ingest_bench import Measurement, ensure_journal, measure
+from ingest_bench import Measurement, ensure_journal, find_logmine, measure
 
 APPENDED_LINES = 10_000
 LNAV_QUERY = ";SELECT count(*) FROM syslog_log"
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-incremental", action="store_true", help="skip the 10,000 appended lines case")
     args = ap.parse_args(argv)
 
-    logmine = shutil.which("logmine")
+    logmine = find_logmine()
     if logmine is None:
         print("lnav_compare: `logmine` is not on PATH (pip install -e '.[dev]' first)", file=sys.stderr)
         return 2
@@ -149,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     args.workdir.mkdir(parents=True, exist_ok=True)
     journals = {lines: ensure_journal(args.workdir, lines, args.seed) for lines in sorted(args.lines)}
     print(f"machine: {machine()}")
+    print(f"logmine: {logmine}")
     print(f"lnav: {tool_version([lnav, '-V']) if lnav else 'not installed (skipped)'}; "
           f"grep: {tool_version(['grep', '-V'])}")
     print(f"\n{'lines':>11}  {'tool':<16}{'wall s':>8}{'CPU s':>8}{'lines/s':>12}{'RSS MB':>9}"
