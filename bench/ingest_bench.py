@@ -37,6 +37,7 @@ class Measurement:
     peak_rss_mb: float
     exit_code: int
     stdout: str
+    cpu_seconds: float = 0.0  # user + system of the child and all its descendants
 
     @property
     def lines_per_s(self) -> float:
@@ -63,25 +64,37 @@ def _gnu_time_peak_kib(report: str) -> int | None:
 
 
 class TreePeak:
-    """The largest peak RSS (VmHWM) of any process under `pid`, sampled from /proc while it runs.
+    """The largest peak RSS (VmHWM) of any process under `pid`, and the CPU time of all of them, sampled
+    from /proc while it runs.
 
     wait4() and GNU time only see descendants their child waited for; logmine's parse worker is a
-    child of a forkserver the main process never waits for.
+    child of a forkserver the main process never waits for. CPU times are the last sample of each
+    process (up to SAMPLE_S short of its end).
     """
+
+    SAMPLE_S = 0.1
 
     def __init__(self, pid: int) -> None:
         self.pid, self.peak_kib = pid, 0
+        self.cpu_by_pid: dict[int, float] = {}
+        self._tick = os.sysconf("SC_CLK_TCK")
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
 
+    @property
+    def cpu_seconds(self) -> float:
+        return sum(self.cpu_by_pid.values())
+
     def _sample(self) -> None:
-        while not self._stop.wait(0.25):  # VmHWM only grows: sparse samples suffice
+        while not self._stop.wait(self.SAMPLE_S):
             for pid in self._tree():
                 try:
                     status = Path(f"/proc/{pid}/status").read_text()
+                    stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
                 except OSError:
                     continue
+                self.cpu_by_pid[pid] = (int(stat[11]) + int(stat[12])) / self._tick  # utime + stime
                 for line in status.splitlines():
                     if line.startswith("VmHWM:"):
                         self.peak_kib = max(self.peak_kib, int(line.split()[1]))
@@ -125,6 +138,7 @@ def measure(tool: str, argv: list[str], lines: int, size_bytes: int) -> Measurem
         # reap it ourselves: wait4 returns this child's rusage, untouched by earlier children
         _, status, usage = os.wait4(proc.pid, 0)
         tree_kib = tree.stop() if tree else 0
+        tree_cpu = tree.cpu_seconds if tree else 0.0
         seconds = time.perf_counter() - started
         proc.returncode = code = os.waitstatus_to_exitcode(status)
         out.seek(0)
@@ -134,7 +148,9 @@ def measure(tool: str, argv: list[str], lines: int, size_bytes: int) -> Measurem
     peak_mb = max(peak_kib / 1024 if peak_kib is not None else _rss_mb(usage.ru_maxrss), tree_kib / 1024)
     if code not in (0, 1):  # grep -c exits 1 when nothing matched
         sys.stderr.write(f"{tool} exited {code}: {stderr.strip()[-500:]}\n")
-    return Measurement(tool, lines, size_bytes / 1e6, seconds, peak_mb, code, stdout)
+    # The child's own rusage is exact but misses the processes it did not wait for; the samples see them.
+    return Measurement(tool, lines, size_bytes / 1e6, seconds, peak_mb, code, stdout,
+                       max(usage.ru_utime + usage.ru_stime, tree_cpu))
 
 
 def ensure_journal(workdir: Path, lines: int, seed: int) -> Path:
@@ -150,6 +166,13 @@ def ensure_journal(workdir: Path, lines: int, seed: int) -> Path:
     tmp.rename(path)
     print(f"generated {path} ({path.stat().st_size / 1e6:.1f} MB) in {time.perf_counter() - started:.1f} s")
     return path
+
+
+def find_logmine() -> str | None:
+    """The `logmine` command of the Python running this script (a virtualenv's, even when not activated),
+    else the first on PATH: a pyenv shim there may run another checkout's logmine."""
+    beside = Path(sys.executable).parent / "logmine"
+    return str(beside) if beside.exists() else shutil.which("logmine")
 
 
 def run_size(workdir: Path, lines: int, seed: int, logmine: str) -> list[Measurement]:
@@ -197,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="where generated journals are cached (default: $TMPDIR/logmine-bench)")
     args = ap.parse_args(argv)
 
-    logmine = shutil.which("logmine")
+    logmine = find_logmine()
     if logmine is None:
         print("ingest_bench: `logmine` is not on PATH (pip install -e '.[dev]' first)", file=sys.stderr)
         return 2

@@ -206,7 +206,8 @@ def _read_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, 
         if plan.last_ts and fmt == "journal-short":
             # The year its stamps had reached, and the month a later January is seen to roll over from.
             time.year, time.last_month = int(plan.last_ts[:4]), int(plan.last_ts[5:7])
-    if worker and inp.path != "-" and (inp.size or 0) >= WORKER_MIN_BYTES:
+    # What is left to read decides: a grown file is read from where the last ingest stopped.
+    if worker and inp.path != "-" and (inp.size or 0) - (start_offset if inp.resumable else 0) >= WORKER_MIN_BYTES:
         stream.close()  # the worker process reopens the file
         batches = parse_in_worker(plan, parse_batches, functools.partial(typed_batch, stats=True))
     else:

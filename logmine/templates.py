@@ -12,7 +12,7 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 
-from .store import append, create_table, execute, typed_table
+from .store import append, create_tables, execute, typed_table
 
 UNTYPED_KEY = r"""CREATE OR REPLACE MACRO untyped_key(message) AS
     regexp_replace(
@@ -46,8 +46,7 @@ class DatabaseState:
 
 def mine(con: duckdb.DuckDBPyConnection) -> None:
     """Give every key of the untyped lines a template id, mining the keys not seen before."""
-    for name, columns in TABLES.items():
-        create_table(con, name, columns)
+    create_tables(con, TABLES)
     execute(con, UNTYPED_KEY)
     new_keys = [r[0] for r in execute(con, """
         SELECT DISTINCT untyped_key(message) AS key FROM lines WHERE kind IS NULL AND message IS NOT NULL

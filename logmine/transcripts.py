@@ -38,7 +38,7 @@ from .parsers.transcripts.detect import read_transcripts
 from .parsers.transcripts.model import Message, ParseProblem, Part, Session, ToolCall, UnknownRecord, type_problem
 from .parsers.transcripts.record_kinds import session_event
 from .redact import Redactor
-from .store import SavedRows, create_table, execute, next_source_id, upsert_source
+from .store import SavedRows, create_tables, execute, next_source_id, upsert_source
 from .worker.processes import release_free_memory
 
 TABLES: dict[str, dict[str, str]] = {
@@ -100,8 +100,7 @@ class TranscriptReport:
 
 
 def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
-    for name, columns in TABLES.items():
-        create_table(con, name, columns)
+    create_tables(con, TABLES)
 
 
 def ingest_transcript(con: duckdb.DuckDBPyConnection, path: Path, fmt: str | None,
