@@ -34,7 +34,7 @@ from .parsers.events import COMMON_COLUMNS, EVENT_TABLES
 from .parsers.log_lines import LINE_COLUMNS, ColumnBatch, LineParser, table_columns
 from .parsers.transcripts.model import TranscriptUnreadable
 from .redact import Redactor
-from .source_identity import content_hasher, content_kept, prefix_hashes, same_content
+from .source_identity import content_hash, content_hasher, content_kept, same_content
 from .sources import (
     BLOCK_BYTES,
     SNIFF_BYTES,
@@ -224,7 +224,7 @@ def _read_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, 
     line_no, partial, digest = parsed.line_no, parsed.partial, parsed.digest
     end = start_offset + parsed.consumed
     if digest is None:  # read from where the last ingest stopped: its content is hashed from the start
-        digest = prefix_hashes(inp, {end}).get(end)
+        digest = content_hash(inp, end)
     bytes_done, lines_done = end, line_no
     # What is stored but read again if the file grows: an unterminated last line, and every line from
     # the start of a traceback still open at the end, whose rest may still be being written.

@@ -47,14 +47,47 @@ def prefix_hashes(inp: Input, lengths: set[int]) -> dict[int, str]:
     hasher, done = content_hasher(), 0
     with open_bytes(inp) as stream:
         for length in sorted(lengths):
-            while done < length:
-                block = _read(stream, min(BLOCK_BYTES, length - done))
-                if not block:
-                    return found
-                hasher.update(block)
-                done += len(block)
+            done = _hash_up_to(stream, hasher, done, length)
+            if done < length:
+                return found
             found[length] = hasher.hexdigest()
+    if inp.resumable:
+        _hashed_prefixes[_identity(inp)] = (done, hasher.copy())
     return found
+
+
+def content_hash(inp: Input, length: int) -> str | None:
+    """The content hash of a plain file's first `length` bytes. When this process has hashed a shorter
+    prefix of it (checking, before reading a grown file, that it still begins with what was read), only
+    the bytes after that prefix are read: a grown 400 MB journal is hashed once per ingest, not twice."""
+    known = _hashed_prefixes.get(_identity(inp)) if inp.resumable else None
+    if known is None or known[0] > length:
+        return prefix_hashes(inp, {length}).get(length)
+    done, hasher = known[0], known[1].copy()
+    with open_bytes(inp, done) as stream:
+        if _hash_up_to(stream, hasher, done, length) < length:
+            return None
+    return hasher.hexdigest()
+
+
+# The longest prefix hashed of each plain file this process has looked at (path, size and mtime as
+# described), with the hasher's state there.
+_hashed_prefixes: dict[tuple, tuple[int, hashlib._Hash]] = {}
+
+
+def _identity(inp: Input) -> tuple:
+    return inp.path, inp.size, inp.mtime
+
+
+def _hash_up_to(stream: BinaryIO, hasher: hashlib._Hash, done: int, length: int) -> int:
+    """Feed the stream's bytes to the hasher until `length` bytes are hashed; how many are."""
+    while done < length:
+        block = _read(stream, min(BLOCK_BYTES, length - done))
+        if not block:
+            break
+        hasher.update(block)
+        done += len(block)
+    return done
 
 
 def _read(stream: BinaryIO, size: int) -> bytes:

@@ -106,3 +106,20 @@ def test_a_truncated_compressed_file_is_named_with_its_offset_when_compared_with
     cut.write_bytes(gzip.compress(JOURNAL.read_bytes())[:5000])
     report = ingest_logs(con, [str(cut)])
     assert len(report.failed) == 1 and report.failed[0].startswith(f"{cut}: unreadable after "), report.failed
+
+
+def test_a_grown_file_keeps_the_hash_of_everything_read(tmp_path: Path) -> None:
+    """The hash is continued from the prefix checked before reading, not read again from the start: it
+    must still be the hash of every byte read, or the next ingest would take the file for an edited one."""
+    import hashlib
+
+    path = tmp_path / "journal.txt"
+    data = JOURNAL.read_bytes()
+    con = duckdb.connect()
+    for cut in (len(data) // 3, 2 * len(data) // 3, len(data)):
+        path.write_bytes(data[:data.index(b"\n", cut - 1) + 1] if cut < len(data) else data)
+        (source,) = ingest(con, path).sources
+        assert source.status == ("new" if cut == len(data) // 3 else "grown")
+        size, digest = con.execute("SELECT size_bytes, content_hash FROM sources").fetchone()
+        assert digest == hashlib.sha256(path.read_bytes()[:size]).hexdigest()
+    assert tables(con) == whole(path)
