@@ -14,7 +14,6 @@ sampled moment they were largest together (Spark's JVM and its Python workers ar
 from __future__ import annotations
 
 import argparse
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -22,7 +21,11 @@ import threading
 import time
 from pathlib import Path
 
-from ingest_bench import TreePeak, ensure_journal  # beside this script, which Python puts first on sys.path
+from ingest_bench import (  # beside this script, which Python puts first on sys.path
+    TreePeak,
+    ensure_journal,
+    find_logmine,
+)
 
 GENERATOR_HOST = b" gpu-node-7 "
 
@@ -84,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip", nargs="*", default=[], choices=["jobs1", "jobs2", "spark"])
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "logmine-bench")
     args = ap.parse_args(argv)
-    logmine = shutil.which("logmine")
+    logmine = find_logmine()
     if logmine is None:
         print("fleet_bench: `logmine` is not on PATH (pip install -e '.[dev,spark]' first)", file=sys.stderr)
         return 2

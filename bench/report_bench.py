@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
@@ -77,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "logmine-bench",
                     help="where the journal and its database are cached (default: $TMPDIR/logmine-bench)")
     args = ap.parse_args(argv)
-    logmine = shutil.which("logmine")
+    logmine = ingest_bench.find_logmine()
     if logmine is None:
         print("report_bench: `logmine` is not on PATH (pip install -e '.[dev]' first)", file=sys.stderr)
         return 2

@@ -77,6 +77,19 @@ def concat(objects: list[Any]) -> bytes:
     return ("\n".join(json.dumps(obj, indent=2) for obj in objects) + "\n").encode()
 
 
+def opencode_db(path: Path) -> sqlite3.Connection:
+    """A new opencode.db with opencode's three tables and one session, `ses_1`, for messages to join."""
+    con = sqlite3.connect(path)
+    con.executescript("""
+        PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;
+        CREATE TABLE session (id TEXT, parent_id TEXT, project_id TEXT, slug TEXT, directory TEXT, title TEXT,
+                              version TEXT, time_created INTEGER, time_updated INTEGER);
+        CREATE TABLE message (id TEXT, session_id TEXT, time_created INTEGER, data TEXT);
+        CREATE TABLE part (id TEXT, message_id TEXT, session_id TEXT, data TEXT);""")
+    con.execute("INSERT INTO session VALUES ('ses_1', NULL, 'p', 's', '/w', 't', '1.2', 1773307852000, NULL)")
+    return con
+
+
 def seed_bytes(fmt: str) -> bytes:
     """A small, well-formed input of the target `fmt`."""
     if fmt in SEEDS:
@@ -103,14 +116,7 @@ def write_input(data: bytes, fmt: str, folder: Path) -> Path:
     if fmt == opencode.SQLITE:  # data is the `data` column of a message and of its part
         path = folder / "opencode.db"
         path.unlink(missing_ok=True)
-        con = sqlite3.connect(path)
-        con.executescript("""
-            PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;
-            CREATE TABLE session (id TEXT, parent_id TEXT, project_id TEXT, slug TEXT, directory TEXT, title TEXT,
-                                  version TEXT, time_created INTEGER, time_updated INTEGER);
-            CREATE TABLE message (id TEXT, session_id TEXT, time_created INTEGER, data TEXT);
-            CREATE TABLE part (id TEXT, message_id TEXT, session_id TEXT, data TEXT);""")
-        con.execute("INSERT INTO session VALUES ('ses_1', NULL, 'p', 's', '/w', 't', '1.2', 1773307852000, NULL)")
+        con = opencode_db(path)
         # As text whatever its bytes: SQLite stores what it is given, valid UTF-8 or not.
         con.execute("INSERT INTO message VALUES ('msg_1', 'ses_1', 1, CAST(? AS TEXT))", [data])
         con.execute("INSERT INTO message VALUES ('msg_2', 'ses_1', 2, ?)", [json.dumps(MESSAGE)])

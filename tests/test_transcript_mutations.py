@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import copy
 import json
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 from logmine.parsers.transcripts.detect import CLAUDE_CODE, CODEX, OPENCODE_CONCAT, OPENCODE_EXPORT, OPENCODE_SQLITE
 
+from fuzz.transcripts import opencode_db
 from logmine import transcripts
 
 WRONG = ["x", 1e20, -1, [], {}, None, True]
@@ -93,14 +93,7 @@ def jsonl_cases(lines: list[dict]) -> list[list[dict]]:
 
 
 def write_sqlite(path: Path, messages: list) -> None:
-    con = sqlite3.connect(path)
-    con.executescript("""
-        PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;
-        CREATE TABLE session (id TEXT, parent_id TEXT, project_id TEXT, slug TEXT, directory TEXT, title TEXT,
-                              version TEXT, time_created INTEGER, time_updated INTEGER);
-        CREATE TABLE message (id TEXT, session_id TEXT, time_created INTEGER, data TEXT);
-        CREATE TABLE part (id TEXT, message_id TEXT, session_id TEXT, data TEXT);""")
-    con.execute("INSERT INTO session VALUES ('ses_1', NULL, 'p', 's', '/w', 't', '1.2', 1773307852000, NULL)")
+    con = opencode_db(path)
     for n, message in enumerate(messages):  # the `data` column holds what the export's objects hold
         message_id = f"msg_{n}"
         info, parts = (message.get("info"), message.get("parts")) if isinstance(message, dict) else (message, [])
