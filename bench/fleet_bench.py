@@ -87,10 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip", nargs="*", default=[], choices=["jobs1", "jobs2", "spark"])
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "logmine-bench")
     args = ap.parse_args(argv)
-    logmine = find_logmine()
-    if logmine is None:
-        print("fleet_bench: `logmine` is not on PATH (pip install -e '.[dev,spark]' first)", file=sys.stderr)
-        return 2
+    logmine = find_logmine("dev,spark")
     args.workdir.mkdir(parents=True, exist_ok=True)
     folder = fleet(args.workdir, args.nodes, args.lines, args.seed)
     total_lines = args.nodes * args.lines

@@ -168,11 +168,17 @@ def ensure_journal(workdir: Path, lines: int, seed: int) -> Path:
     return path
 
 
-def find_logmine() -> str | None:
+def find_logmine(extras: str = "dev") -> str:
     """The `logmine` command of the Python running this script (a virtualenv's, even when not activated),
-    else the first on PATH: a pyenv shim there may run another checkout's logmine."""
+    else the first on PATH: a pyenv shim there may run another checkout's logmine. Without one, the bench
+    says how to install it and exits."""
     beside = Path(sys.executable).parent / "logmine"
-    return str(beside) if beside.exists() else shutil.which("logmine")
+    found = str(beside) if beside.exists() else shutil.which("logmine")
+    if found is None:
+        print(f"{Path(sys.argv[0]).stem}: `logmine` is not on PATH (pip install -e '.[{extras}]' first)",
+              file=sys.stderr)
+        raise SystemExit(2)
+    return found
 
 
 def run_size(workdir: Path, lines: int, seed: int, logmine: str) -> list[Measurement]:
@@ -221,9 +227,6 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     logmine = find_logmine()
-    if logmine is None:
-        print("ingest_bench: `logmine` is not on PATH (pip install -e '.[dev]' first)", file=sys.stderr)
-        return 2
     args.workdir.mkdir(parents=True, exist_ok=True)
 
     all_results: list[Measurement] = []
