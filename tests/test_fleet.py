@@ -180,6 +180,74 @@ def test_spark_query_that_cannot_run_says_so_in_one_line(spark_fleet) -> None:  
         spark_engine.query_rows(spark, out, "tables")
 
 
+def folder_tables(out: Path) -> dict[str, list]:
+    """What a Spark ingest's folder says of its sources: `runs` (its `source` column left out) per source
+    name, the kinds of `lines` counted, the sources' paths."""
+    with api.open_data(out) as con:
+        runs = api.query_rows(con, "runs")
+        at = runs.columns.index("source")
+        by_source: dict[str, list] = {}
+        for row in runs.rows:
+            by_source.setdefault(row[at], []).append(normalised([v for i, v in enumerate(row) if i != at]))
+        kinds = con.execute("SELECT source_id, kind, count(*) FROM lines GROUP BY ALL ORDER BY ALL").fetchall()
+        sources = con.execute("SELECT source_id, path, display, compression FROM sources ORDER BY 1").fetchall()
+    return {"runs": by_source, "kinds": kinds, "sources": sources}
+
+
+def test_spark_ingest_reads_a_file_uri_as_it_reads_the_local_path(spark_fleet, tmp_path: Path) -> None:  # noqa: ANN001
+    """`file://` goes the Hadoop way (listed by Spark's filesystem, read by `binaryFile`, the bytes ingested
+    in the task) and gives the local path's tables, the URI naming the source."""
+    from logmine import spark_ingest
+
+    journal = REPO / "examples" / "demo" / "journal.txt"
+    local = spark_ingest.ingest([str(journal)], tmp_path / "local")
+    uri = journal.as_uri()
+    remote = spark_ingest.ingest([uri], tmp_path / "uri")
+    assert remote.failed == local.failed == []
+    assert [(s["source_id"], s["path"], s["lines_read"]) for s in remote.sources] == [(1, uri, 1205)]
+    on_path, on_uri = folder_tables(tmp_path / "local"), folder_tables(tmp_path / "uri")
+    assert on_uri["runs"] == {uri: on_path["runs"][str(journal)]} and len(on_uri["runs"][uri]) == 3
+    assert on_uri["kinds"] == on_path["kinds"]
+    assert on_uri["sources"] == [(1, uri, uri, None)]
+
+
+def test_spark_ingest_reads_a_folder_uri_in_a_serial_ingests_order(spark_fleet, tmp_path: Path) -> None:  # noqa: ANN001
+    """A folder URI: its log files recursively, numbered in a local walk's order (an empty file included,
+    a gzip'd journal found by its magic); a bad URI, an unknown filesystem and a binary file cost one line
+    each in `failed`; `--out` may be a `file://` URI."""
+    import gzip
+
+    from logmine import spark_ingest
+
+    journal = (REPO / "examples" / "demo" / "journal.txt").read_bytes()
+    folder = tmp_path / "fleet"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "a-box.txt.gz").write_bytes(gzip.compress(journal))
+    (folder / "b-empty.log").write_bytes(b"")
+    (folder / "c-binary.log").write_bytes(bytes(range(256)) * 8)
+    (folder / "notes.md").write_text("not a log: left out of a folder")
+    (folder / "sub" / "d-two.log").write_bytes(journal.replace(b"gpu-box", b"gpu-two"))
+    report = spark_ingest.ingest([folder.as_uri() + "/", "file:///no/such/journal.log", "nofs://host/x.log"],
+                                 (tmp_path / "out").as_uri())
+    base = folder.as_uri()
+    assert [(s["source_id"], s["path"], s["lines_read"]) for s in report.sources] == [
+        (1, f"{base}/a-box.txt.gz", 1205), (2, f"{base}/b-empty.log", 0), (4, f"{base}/sub/d-two.log", 1205)]
+    assert report.failed == ["file:///no/such/journal.log: no such file or directory",
+                             'nofs://host/x.log: No FileSystem for scheme "nofs"',
+                             f"{base}/c-binary.log:1: binary data, not a log (use --format plain to force)"]
+    tables = folder_tables(tmp_path / "out")
+    assert [(sid, compression) for sid, _, _, compression in tables["sources"]] == [(1, "gzip"), (2, None), (4, None)]
+    assert len(tables["runs"][f"{base}/a-box.txt.gz"]) == len(tables["runs"][f"{base}/sub/d-two.log"]) == 3
+
+
+def test_spark_ingest_refuses_an_out_uri_in_one_line(tmp_path: Path) -> None:
+    refused = CliRunner().invoke(main, ["ingest", "--engine", "spark", str(tmp_path), "--out", "s3a://bucket/out"])
+    assert refused.exit_code == 2
+    assert refused.output.strip().splitlines() == [
+        "logmine: --out s3a://bucket/out: must be a local or mounted path (each task writes its Parquet files "
+        "with DuckDB), not a URI"]
+
+
 def table_fingerprints(db: Path) -> dict[str, list]:
     """Every table's rows, sorted (ingest times and the miner's binary state left out)."""
     con = duckdb.connect(str(db), read_only=True)
