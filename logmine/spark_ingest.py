@@ -117,13 +117,19 @@ def ingest(paths: list[str], out: str | Path, master: str = "local[2]", envelope
         skipped += problems + [f"{path}: an agent transcript: the Spark engine reads logs only (ingest it with "
                                "the DuckDB engine)" for path, _ in transcripts]
     out.mkdir(parents=True, exist_ok=True)
-    tasks = task_frame(spark, inputs).repartition(max(1, len(inputs)), "source_id")  # one file per task
-    results = tasks.mapInArrow(lambda batches: _ingest_batches(batches, str(out), envelope, redact), RESULT_SCHEMA)
     batch_rows = "spark.sql.execution.arrow.maxRecordsPerBatch"
     before = spark.conf.get(batch_rows)
     spark.conf.set(batch_rows, "1")  # a task holds one file's bytes at a time
     try:
+        tasks = task_frame(spark, inputs).repartition(max(1, len(inputs)), "source_id")  # one file per task
+        results = tasks.mapInArrow(lambda batches: _ingest_batches(batches, str(out), envelope, redact),
+                                   RESULT_SCHEMA)
         rows = sorted(results.collect(), key=lambda r: r["source_id"])
+    except Exception as exc:
+        if not any(isinstance(item, RemoteFile) for item in inputs):
+            raise
+        # binaryFile refuses a named file that is gone since the listing before it reads any.
+        raise InputError(f"Spark could not read the URIs' files: {_java_problem(exc)}") from exc
     finally:
         spark.conf.set(batch_rows, before)
     done = {r["source_id"] for r in rows}
@@ -294,7 +300,8 @@ def task_frame(spark: object, inputs: list[str | RemoteFile]) -> object:
     # A file Spark cannot read (gone, refused) is dropped instead of failing the job; the driver names it.
     content = (spark.read.format("binaryFile").option("ignoreMissingFiles", "true")  # type: ignore[attr-defined]
                .option("ignoreCorruptFiles", "true")
-               .load([GLOB.sub(r"\\\1", r[2]) for r in remote]).select(F.col("path").alias("hadoop_path"), "content"))
+               .load([GLOB.sub(r"\\\1", path) for path in sorted({r[2] for r in remote})])
+               .select(F.col("path").alias("hadoop_path"), "content"))
     read = content.join(F.broadcast(ids), "hadoop_path").select("source_id", "path", "content", "mtime")
     return frame.unionByName(read)
 

@@ -240,6 +240,26 @@ def test_spark_ingest_reads_a_folder_uri_in_a_serial_ingests_order(spark_fleet, 
     assert len(tables["runs"][f"{base}/a-box.txt.gz"]) == len(tables["runs"][f"{base}/sub/d-two.log"]) == 3
 
 
+def test_spark_ingest_says_in_one_line_that_a_listed_file_is_gone(spark_fleet, tmp_path: Path,  # noqa: ANN001
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from logmine import spark_ingest
+    from logmine.sources import InputError
+
+    (tmp_path / "in").mkdir()
+    gone = tmp_path / "in" / "gone.log"
+    gone.write_text("a line\n")
+    listed = spark_ingest.list_uri
+
+    def list_then_remove(spark, uri: str):  # noqa: ANN001, ANN202
+        found = listed(spark, uri)
+        gone.unlink()
+        return found
+
+    monkeypatch.setattr(spark_ingest, "list_uri", list_then_remove)
+    with pytest.raises(InputError, match=r"^Spark could not read the URIs' files: .*PATH_NOT_FOUND[^\n]*gone\.log"):
+        spark_ingest.ingest([(tmp_path / "in").as_uri()], tmp_path / "out")
+
+
 def test_spark_ingest_refuses_an_out_uri_in_one_line(tmp_path: Path) -> None:
     refused = CliRunner().invoke(main, ["ingest", "--engine", "spark", str(tmp_path), "--out", "s3a://bucket/out"])
     assert refused.exit_code == 2
