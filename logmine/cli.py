@@ -73,7 +73,8 @@ def main() -> None:
               help="Processes that share the parse (default: one per core; 1: this one alone; 3+: several "
                    "files at once).")
 @click.option("--engine", type=click.Choice(["duckdb", "spark"]), default="duckdb", show_default=True,
-              help="spark: parse the log files in Spark tasks into a Parquet folder (--out) instead of --db.")
+              help="spark: parse the log files in Spark tasks into a Parquet folder (--out) instead of --db; "
+                   "PATHS may then be Hadoop URIs too (hdfs://, s3a://, gs://, file://...).")
 @click.option("--master", default="local[2]", show_default=True, help="Spark master URL (with --engine spark).")
 @click.option("--out", default=None, metavar="FOLDER", help="The Parquet folder a Spark ingest writes (replaced).")
 def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None, as_json: bool,
