@@ -61,7 +61,7 @@ from .store import (
     typed_table,
     upsert_source,
 )
-from .worker.parse import parse_in_worker
+from .worker.parse import WorkerParse
 
 BATCH_LINES = 50_000
 SMALL_APPEND_ROWS = 1000
@@ -118,19 +118,39 @@ class IngestReport:
 def ingest_logs(con: duckdb.DuckDBPyConnection, paths: list[str], envelope: str | None = None,
                 progress: Progress | None = None, redact: bool = False, worker: bool = True) -> IngestReport:
     """Parse log files (or `-` for stdin) into the tables; run it inside a transaction. Without `worker`,
-    large inputs too are parsed in this process (`--jobs 1`, and the processes of `--jobs N`)."""
+    large inputs too are parsed in this process (`--jobs 1`, and the processes of `--jobs N`).
+
+    With it, a large input is parsed in a worker process while this one stores its rows, and the next
+    input's parse starts in a second worker beside it (`ReadAhead`): a folder of journals keeps both
+    cores busy from one file to the next, the main process never waiting for a first batch."""
     if envelope is not None and envelope not in FORMATS:
         raise InputError(f"unknown format {envelope!r}; choose one of {', '.join(FORMATS)}")
     ensure_tables(con, {name: table_columns(name) for name in LOG_TABLES})
     report = IngestReport(db="")
-    for path in paths:
-        interrupts.check()
-        try:
-            report.sources.append(ingest_log(con, describe_input(path), envelope, progress, redact, worker))
-        except duckdb.Error:
-            raise  # the transaction itself is in doubt: nothing of this ingest is kept
-        except Exception as exc:  # this input is bad: it costs only itself
-            report.failed.append(failure_line(path, exc))
+    ahead: ReadAhead | None = None
+
+    def read_next(index: int) -> Callable[[int], None]:
+        def start(source_id: int) -> None:
+            nonlocal ahead
+            expected = max(next_source_id(con), source_id + 1)
+            ahead = _read_ahead(con, paths[index + 1], envelope, expected, redact)
+        return start
+
+    try:
+        for index, path in enumerate(paths):
+            interrupts.check()
+            this, ahead = ahead, None
+            on_read = read_next(index) if worker and index + 1 < len(paths) else None
+            try:
+                report.sources.append(ingest_log(con, this.inp if this else describe_input(path), envelope,
+                                                 progress, redact, worker, this, on_read))
+            except duckdb.Error:
+                raise  # the transaction itself is in doubt: nothing of this ingest is kept
+            except Exception as exc:  # this input is bad: it costs only itself
+                report.failed.append(failure_line(path, exc))
+    finally:
+        if ahead:
+            ahead.batches.close()
     return report
 
 
@@ -145,7 +165,21 @@ def failure_line(path: str, exc: Exception) -> str:
 
 
 def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
-               progress: Progress | None = None, redact: bool = False, worker: bool = True) -> SourceReport:
+               progress: Progress | None = None, redact: bool = False, worker: bool = True,
+               ahead: ReadAhead | None = None, on_read: Callable[[int], None] | None = None) -> SourceReport:
+    """Ingest one input. `ahead` is its parse if already started. `on_read(source_id)` is called once its
+    parse runs in the worker, or once it has been parsed in this process: `ingest_logs` then starts the
+    next input's parse in a worker, so that its batches are ready when this input's rows are stored."""
+    try:
+        return _ingest_log(con, inp, envelope, progress, redact, worker, ahead, on_read)
+    finally:
+        if ahead:
+            ahead.batches.close()
+
+
+def _ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, progress: Progress | None,
+                redact: bool, worker: bool, ahead: ReadAhead | None,
+                on_read: Callable[[int], None] | None) -> SourceReport:
     previous = find_source(con, inp.path) if inp.path != "-" else None
     same = same_content(con, inp) if previous is None and inp.path != "-" else None
     if same and same.how != "continues":
@@ -164,9 +198,12 @@ def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
             execute(con, "UPDATE sources SET path = ?, display = ?, compression = ? WHERE source_id = ?",
                     [inp.path, inp.display, inp.compression, source_id])
         return report
+    if status != "new":
+        ahead = None  # parsed ahead as a new input, which it turned out not to be: `ingest_log` stops it
     saved = SavedRows(con, LOG_TABLES, source_id, first_line, keep=status in ("grown", "replaced"))
     try:
-        _read_log(con, inp, envelope, progress, previous, start_offset, first_line, report, redact, worker)
+        _read_log(con, inp, envelope, progress, previous, start_offset, first_line, report, redact, worker,
+                  ahead, on_read)
     except duckdb.Error:
         raise
     except Exception:
@@ -178,46 +215,37 @@ def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
 
 def _read_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, progress: Progress | None,
               previous: dict | None, start_offset: int, first_line: int, report: SourceReport,
-              redact: bool = False, worker: bool = True) -> None:
-    """Parse one input from `start_offset` and store its rows and its `sources` record."""
+              redact: bool = False, worker: bool = True, ahead: ReadAhead | None = None,
+              on_read: Callable[[int], None] | None = None) -> None:
+    """Parse one input from `start_offset` (or take the parse started `ahead`) and store its rows and its
+    `sources` record."""
     source_id = report.source_id
-    stream = PeekableStream(open_bytes(inp, start_offset), inp.display)
-    try:
-        if start_offset == 0 and envelope is None and looks_binary(stream.head):
-            raise InputError(f"{inp.display}:1: binary data, not a log (use --format plain to force)")
-        sample = [line for line, _ in _sample_lines(stream.head)]
-    except BaseException:
-        stream.close()
-        raise
-    if previous and start_offset > 0:
-        fmt = previous["envelope"]
-        time = TimeContext(previous["year"], _seconds(previous["utc_offset_s"]))
-        fallback_date = previous["fallback_date"]
+    if ahead:
+        plan, batches = ahead.plan, ahead.batches
     else:
-        fmt = envelope or detect_format(sample[:DETECT_LINES])
-        fallback_date = datetime.fromtimestamp(inp.mtime or datetime.now().timestamp()).strftime("%Y-%m-%d")
-        time = infer_context(fmt, sample, int(fallback_date[:4]))
+        plan, stream = _plan_parse(con, inp, envelope, previous, start_offset, first_line, source_id, redact)
+        # What is left to read decides: a grown file is read from where the last ingest stopped.
+        if worker and _worth_a_worker(inp, start_offset):
+            stream.close()  # the worker process reopens the file
+            batches = WorkerParse(plan, parse_batches, functools.partial(typed_batch, stats=True))
+        else:
+            batches = parse_batches(plan, stream)
+    fmt, time, fallback_date = plan.envelope, plan.time, plan.fallback_date
     report.envelope = fmt
-    plan = ParsePlan(inp, start_offset, first_line, source_id, fmt, time, fallback_date, redact=redact)
-    if first_line > 1:  # the parser's state at the line before: the time and kind later lines inherit
-        found = execute(con, "SELECT CAST(ts AS VARCHAR), kind FROM lines WHERE source_id = ? AND line_no = ?",
-                    [source_id, first_line - 1])
-        plan.last_ts, plan.last_kind = found[0] if found else (None, None)
-        if plan.last_ts and fmt == "journal-short":
-            # The year its stamps had reached, and the month a later January is seen to roll over from.
-            time.year, time.last_month = int(plan.last_ts[:4]), int(plan.last_ts[5:7])
-    # What is left to read decides: a grown file is read from where the last ingest stopped.
-    if worker and inp.path != "-" and (inp.size or 0) - (start_offset if inp.resumable else 0) >= WORKER_MIN_BYTES:
-        stream.close()  # the worker process reopens the file
-        batches = parse_in_worker(plan, parse_batches, functools.partial(typed_batch, stats=True))
-    else:
-        batches = parse_batches(plan, stream)
     parsed = Parsed({}, 0, first_line - 1, False, True)
     appender = BatchAppender(con)
     with contextlib.closing(batches):  # closed at once when stopped: the worker and its shared file go with it
+        if on_read and isinstance(batches, WorkerParse):
+            on_read(source_id)  # the next input's worker parses beside this one's, ahead of its turn
+            on_read = None
         for parsed in batches:
             interrupts.check()
-            appender.add(typed_batch(parsed.tables, stats=True), report)
+            if on_read and parsed.final:
+                on_read(source_id)
+            tables = typed_batch(parsed.tables, stats=True)
+            if plan.source_id != source_id:  # parsed ahead under the id a failed input before it did not take
+                tables = {name: _with_source_id(data, source_id) for name, data in tables.items()}
+            appender.add(tables, report)
             if progress:
                 progress(inp.display, start_offset + parsed.consumed, inp.size)
     appender.close()
@@ -262,6 +290,78 @@ class ParsePlan:
     last_ts: str | None = None  # the time and kind of the line before `first_line`, when resuming
     last_kind: str | None = None
     redact: bool = False  # replace secrets in each line before it is parsed (`logmine.redact`)
+
+
+@dataclass
+class ReadAhead:
+    """A new input's parse, started in the worker while the input before it is still being stored: the
+    main process then need not wait for its first batch."""
+
+    inp: Input
+    plan: ParsePlan
+    batches: WorkerParse
+
+
+def _read_ahead(con: duckdb.DuckDBPyConnection, path: str, envelope: str | None, source_id: int,
+                redact: bool) -> ReadAhead | None:
+    """Start parsing `path` now, if the database does not know it and it is large enough for the worker.
+    `source_id` is the id it is expected to get; its turn checks both (a copy of the input before it, or
+    a failed input before it, change them)."""
+    if path == "-":
+        return None
+    try:
+        inp = describe_input(path)
+        if not _worth_a_worker(inp, 0) or find_source(con, inp.path) is not None:
+            return None
+        plan, stream = _plan_parse(con, inp, envelope, None, 0, 1, source_id, redact)
+        stream.close()
+        return ReadAhead(inp, plan, WorkerParse(plan, parse_batches, functools.partial(typed_batch, stats=True)))
+    except Exception:  # noqa: BLE001 - what is wrong with it is said in its turn, in the inputs' order
+        return None
+
+
+def _worth_a_worker(inp: Input, start_offset: int) -> bool:
+    """Whether what is left to read of `inp` is large enough to be parsed in the worker process."""
+    return inp.path != "-" and (inp.size or 0) - (start_offset if inp.resumable else 0) >= WORKER_MIN_BYTES
+
+
+def _plan_parse(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, previous: dict | None,
+                start_offset: int, first_line: int, source_id: int, redact: bool) -> tuple[ParsePlan, PeekableStream]:
+    """How to parse `inp` from `start_offset`: its format and time context (told from its first lines, or
+    kept from the last ingest when resuming), and the stream opened there."""
+    stream = PeekableStream(open_bytes(inp, start_offset), inp.display)
+    try:
+        if start_offset == 0 and envelope is None and looks_binary(stream.head):
+            raise InputError(f"{inp.display}:1: binary data, not a log (use --format plain to force)")
+        sample = [line for line, _ in _sample_lines(stream.head)]
+    except BaseException:
+        stream.close()
+        raise
+    if previous and start_offset > 0:
+        fmt = previous["envelope"]
+        time = TimeContext(previous["year"], _seconds(previous["utc_offset_s"]))
+        fallback_date = previous["fallback_date"]
+    else:
+        fmt = envelope or detect_format(sample[:DETECT_LINES])
+        fallback_date = datetime.fromtimestamp(inp.mtime or datetime.now().timestamp()).strftime("%Y-%m-%d")
+        time = infer_context(fmt, sample, int(fallback_date[:4]))
+    plan = ParsePlan(inp, start_offset, first_line, source_id, fmt, time, fallback_date, redact=redact)
+    if first_line > 1:  # the parser's state at the line before: the time and kind later lines inherit
+        found = execute(con, "SELECT CAST(ts AS VARCHAR), kind FROM lines WHERE source_id = ? AND line_no = ?",
+                    [source_id, first_line - 1])
+        plan.last_ts, plan.last_kind = found[0] if found else (None, None)
+        if plan.last_ts and fmt == "journal-short":
+            # The year its stamps had reached, and the month a later January is seen to roll over from.
+            time.year, time.last_month = int(plan.last_ts[:4]), int(plan.last_ts[5:7])
+    return plan, stream
+
+
+def _with_source_id(data: pa.Table, source_id: int) -> pa.Table:
+    column = data.schema.get_field_index("source_id")
+    if column < 0:
+        return data
+    return data.set_column(column, "source_id", pa.array(np.full(data.num_rows, source_id),
+                                                         data.schema.field(column).type))
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
@@ -15,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from logmine import api, named_queries
+from logmine import ingest as ingest_module
 from logmine.cli import main
 
 from .conftest import REPO, SAMPLE, shared_path
@@ -283,21 +285,31 @@ def table_fingerprints(db: Path) -> dict[str, list]:
         con.close()
 
 
-def test_jobs_ingest_equals_a_serial_one_row_for_row(tmp_path: Path) -> None:
+@pytest.mark.parametrize("jobs", [2, 3])
+def test_jobs_ingest_equals_a_serial_one_row_for_row(tmp_path: Path, jobs: int, monkeypatch) -> None:  # noqa: ANN001
+    """With 2, each file's parse runs in a worker and the next file's starts beside it (read ahead); with 3,
+    files are parsed in a pool. A file failing inside its worker must leave its source id to the next file,
+    whose parse had started under the id after it, and a copy read ahead as new must still be a copy."""
     journal = (REPO / "examples" / "demo" / "journal.txt").read_text()
     inputs = tmp_path / "fleet"
     inputs.mkdir()
-    for n, host in enumerate(["node-a", "node-b", "node-c"]):
+    (inputs / "0-node-a.log").write_text(journal.replace("gpu-box", "node-a"))
+    (inputs / "1-broken.log.gz").write_bytes(b"\x1f\x8b\x08\x00not gzip at all")  # fails before its parse
+    whole = gzip.compress(journal.replace("gpu-box", "node-x").encode())
+    (inputs / "2-truncated.log.gz").write_bytes(whole[:len(whole) * 2 // 3])  # fails in the middle of its parse
+    for n, host in [(3, "node-b"), (4, "node-c")]:
         (inputs / f"{n}-{host}.log").write_text(journal.replace("gpu-box", host))
-    (inputs / "1-broken.log.gz").write_bytes(b"\x1f\x8b\x08\x00not gzip at all")  # fails between two good ones
-    (inputs / "3-copy.log").write_text(journal.replace("gpu-box", "node-a"))  # a copy of 0-node-a: skipped
+    (inputs / "5-copy.log").write_text(journal.replace("gpu-box", "node-a"))  # a copy of 0-node-a: skipped
     session = REPO / "examples" / "demo" / "session.opencode.json"
     serial = api.ingest([str(inputs), str(session)], db=tmp_path / "serial.duckdb", jobs=1)
-    parallel = api.ingest([str(inputs), str(session)], db=tmp_path / "parallel.duckdb", jobs=3)
+    monkeypatch.setattr(ingest_module, "WORKER_MIN_BYTES", 1)  # every file through a worker
+    parallel = api.ingest([str(inputs), str(session)], db=tmp_path / "parallel.duckdb", jobs=jobs)
     assert [(s.source_id, s.status) for s in parallel.logs.sources] == \
         [(s.source_id, s.status) for s in serial.logs.sources] == [(1, "new"), (2, "new"), (3, "new"), (1, "copy")]
-    assert len(parallel.logs.failed) == len(serial.logs.failed) == 1
+    assert [line.split(":")[0] for line in parallel.logs.failed] == \
+        [line.split(":")[0] for line in serial.logs.failed] == \
+        [str(inputs / "1-broken.log.gz"), str(inputs / "2-truncated.log.gz")]
     assert table_fingerprints(tmp_path / "parallel.duckdb") == table_fingerprints(tmp_path / "serial.duckdb")
     # Again: every file is known now, so the main process reads them (nothing new), as a serial ingest would.
-    again = api.ingest([str(inputs)], db=tmp_path / "parallel.duckdb", jobs=3)
+    again = api.ingest([str(inputs)], db=tmp_path / "parallel.duckdb", jobs=jobs)
     assert {s.status for s in again.logs.sources} == {"unchanged", "copy"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import signal
@@ -20,7 +21,7 @@ from logmine import ingest as ingest_module
 from logmine.ingest import WORKER_MIN_BYTES, ParsePlan, parse_batches, typed_batch
 from logmine.scripts import load_script
 from logmine.sources import describe
-from logmine.worker.parse import parse_in_worker
+from logmine.worker.parse import WorkerParse
 from logmine.worker.slots import SharedSlots
 
 from .conftest import REPO
@@ -58,14 +59,15 @@ def test_the_worker_sends_what_parse_batches_makes(tmp_path: Path) -> None:
     # Each table is compared as soon as it arrives: a slot is reused once the next batch is asked for.
     # The worker may have typed a batch's statistics already, so both sides are compared fully typed.
     through_worker = 0
-    sent = parse_in_worker(plan, parse_batches, functools.partial(typed_batch, stats=True))
-    for (line_no, expected), parsed in zip(in_process, sent, strict=True):
-        assert parsed.line_no == line_no
-        received = typed_batch(parsed.tables, stats=True)
-        assert sorted(received) == sorted(expected)
-        for name, table in expected.items():
-            assert received[name].equals(table), name
-        through_worker += 1
+    sent = WorkerParse(plan, parse_batches, functools.partial(typed_batch, stats=True))
+    with contextlib.closing(sent):
+        for (line_no, expected), parsed in zip(in_process, sent, strict=True):
+            assert parsed.line_no == line_no
+            received = typed_batch(parsed.tables, stats=True)
+            assert sorted(received) == sorted(expected)
+            for name, table in expected.items():
+                assert received[name].equals(table), name
+            through_worker += 1
     assert through_worker == len(in_process) > 1
 
 

@@ -4,7 +4,7 @@
   and garbage-collector settings of the processes an ingest owns. Imports nothing heavy, so that
   `logmine ingest` can start the worker's server before it loads anything else.
 - `slots`: the shared file through which parsed batches come back without being pickled.
-- `parse`: `parse_in_worker`, which runs a parse in the worker and yields its batches.
+- `parse`: `WorkerParse`, a parse running in the worker, whose batches the main process iterates.
 
-`logmine.ingest` is the pipeline; it hands its parse function to `parse.parse_in_worker`.
+`logmine.ingest` is the pipeline; it hands its parse function to `parse.WorkerParse`.
 """

@@ -1,4 +1,4 @@
-"""Run a parse in the worker process and yield its batches in the main process.
+"""Run a parse in the worker process and take its batches in the main process.
 
 The worker knows nothing of logs: it is handed a picklable plan, the function that parses it into
 batches, and the function that finishes typing a batch. A batch is any object with `tables` (table
@@ -22,48 +22,60 @@ WORKER_QUEUE = 2  # batches parsed ahead of the main process
 Tables = dict[str, pa.Table]
 
 
-def parse_in_worker(plan: object, parse: Callable[[Any], Iterator[Any]],
-                    finish_typing: Callable[[Tables], Tables]) -> Iterator[Any]:
+class WorkerParse:
     """`parse(plan)` in a second process, so parsing and the DuckDB appends use both cores.
 
-    Batches come through shared slots (`slots`), each handed back once the next batch is asked for; a
-    batch too large for a slot, or every batch when no slot file could be made, comes through the
-    queue. Both are bounded: the worker waits while the database falls behind, keeping memory flat.
-    While the main process has a batch waiting, the worker also applies `finish_typing`, so that the
-    main process need not.
+    The worker starts when this is made; iterating yields its batches in the main process, and `close`
+    stops it if it has not finished (Ctrl-C, a failed append, a parse no longer wanted). Batches come
+    through shared slots (`slots`), each handed back once the next batch is asked for; a batch too large
+    for a slot, or every batch when no slot file could be made, comes through the queue. Both are
+    bounded: the worker waits while the database falls behind, keeping memory flat. While the main
+    process has a batch waiting, the worker also applies `finish_typing`, so that the main process need
+    not.
     """
-    context = worker_context()
-    queue = context.Queue(maxsize=WORKER_QUEUE)
-    free = context.Queue()
-    slots = SharedSlots.create(WORKER_QUEUE + 1)
-    for slot in range(slots.slots if slots else 0):
-        free.put(slot)
-    worker = context.Process(target=_parse_worker, args=(plan, parse, finish_typing, queue, slots, free),
-                             daemon=True)
-    finished = False
-    try:
-        worker.start()
-        while True:
-            item = queue.get()
+
+    def __init__(self, plan: object, parse: Callable[[Any], Iterator[Any]],
+                 finish_typing: Callable[[Tables], Tables]) -> None:
+        context = worker_context()
+        self._queue = context.Queue(maxsize=WORKER_QUEUE)
+        free = context.Queue()
+        self._free = free
+        self._slots = SharedSlots.create(WORKER_QUEUE + 1)
+        for slot in range(self._slots.slots if self._slots else 0):
+            free.put(slot)
+        self._process = context.Process(target=_parse_worker,
+                                        args=(plan, parse, finish_typing, self._queue, self._slots, free),
+                                        daemon=True)
+        self._finished = False
+        try:
+            self._process.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def __iter__(self) -> Iterator[Any]:
+        while not self._finished:
+            item = self._queue.get()
             if isinstance(item, BaseException):
                 raise item
             parsed, layout = item
             if layout is not None:
-                parsed.tables = slots.read(layout)
+                parsed.tables = self._slots.read(layout)
+            self._finished = parsed.final
             yield parsed
-            if parsed.final:
-                finished = True
-                return
-            if layout is not None:
-                free.put(layout.slot)
-    finally:
-        if not finished:  # stopped early (Ctrl-C, a failed append): the worker's batches are not wanted
-            worker.kill()
-        worker.join(timeout=5)
-        if worker.is_alive():
-            worker.kill()
-        if slots:
-            slots.remove()
+            if layout is not None and not self._finished:
+                self._free.put(layout.slot)
+
+    def close(self) -> None:
+        if not self._finished and self._process.pid is not None:  # its batches are not wanted
+            self._process.kill()
+        if self._process.pid is not None:
+            self._process.join(timeout=5)
+            if self._process.is_alive():
+                self._process.kill()
+        if self._slots:
+            self._slots.remove()
+            self._slots = None
 
 
 def _parse_worker(plan: object, parse: Callable[[Any], Iterator[Any]], finish_typing: Callable[[Tables], Tables],
