@@ -1,8 +1,8 @@
 """`python -m logmine` and the `logmine` command.
 
-The command's entry point lives here, not in `cli`, so that importing it is cheap: an ingest starts
-the parse worker's server first (`worker.processes`), which then loads the parser while this process
-loads the CLI.
+The command's entry point lives here, not in `cli`, so that an ingest notes Ctrl-C before anything
+loads. The CLI itself loads nothing heavy until a command runs: `ingest` then starts the parse worker's
+server when a worker is likely, before it loads the parser (`worker.processes`).
 """
 
 import sys
@@ -16,10 +16,6 @@ def start() -> None:
 
         interrupts.install()  # first: a Ctrl-C while the modules load must not print an import's traceback
     single_threaded_blas()
-    if sys.argv[1:2] == ["ingest"]:
-        from .worker.processes import start_early
-
-        start_early()
     from .cli import start as start_cli
 
     start_cli()

@@ -80,8 +80,12 @@ def main() -> None:
 def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None, as_json: bool,
            redact: bool, jobs: int | None, engine: str, master: str, out: str | None) -> None:
     """Ingest SGLang logs/journals and agent transcripts (files, directories, or - for stdin)."""
+    from .worker.processes import arrow_without_pandas, start_early, tune_for_ingest, worker_likely
+
+    if engine != "spark" and jobs != 1 and worker_likely(list(paths), db):
+        start_early()  # its server loads the parser while this process loads the rest
+    arrow_without_pandas()
     from .sources import InputError
-    from .worker.processes import tune_for_ingest
 
     if engine == "spark":
         spark_ingest_command(list(paths), out, master, envelope, as_json, redact)

@@ -1,13 +1,13 @@
 """How the parse worker process is started, and the process-wide settings of the processes an ingest owns.
 
 Starting Python and importing pyarrow, numpy and the parser takes most of a second. A forkserver pays
-that once, in the background: the `logmine ingest` command starts it before loading the CLI itself, so
-the two overlap, and each worker is then a fork of a process that has nothing else running. Where
-there is no forkserver (Windows), workers are spawned.
+that once, in the background: the `logmine ingest` command starts it before it loads the parser itself,
+when a worker is likely (`worker_likely`), so the two overlap, and each worker is then a fork of a process
+that has nothing else running. Where there is no forkserver (Windows), workers are spawned.
 
-The settings (`single_threaded_blas`, `tune_for_ingest`) apply to the CLI and the parse worker only: the
-library never applies them to a caller's process (a notebook kernel would keep the memory, and its
-objects would escape the garbage collector).
+The settings (`single_threaded_blas`, `arrow_without_pandas`, `tune_for_ingest`) apply to the CLI and the
+parse worker only: the library never applies them to a caller's process (a notebook kernel would keep the
+memory, and its objects would escape the garbage collector).
 
 This module imports nothing heavy, so that starting the server early costs the command nothing.
 """
@@ -24,6 +24,8 @@ import threading
 from multiprocessing.context import BaseContext
 
 PRELOAD = ["logmine.ingest"]
+# Inputs with this much left to read are parsed in a worker process; less is not worth starting one.
+WORKER_MIN_BYTES = 32 << 20
 M_TRIM_THRESHOLD = -1  # glibc's mallopt parameters
 M_MMAP_THRESHOLD = -3
 
@@ -41,6 +43,40 @@ def worker_context() -> BaseContext:
 def start_early() -> None:
     """Start the forkserver now, so that it loads the parser while the caller loads the rest."""
     worker_context()
+
+
+def worker_likely(paths: list[str], db: str) -> bool:
+    """Whether an ingest of `paths` into `db` will probably parse in a worker: some file has
+    WORKER_MIN_BYTES or more that the database has not read. Then the server is worth starting before
+    anything else (`start_early`); when the guess is wrong, the ingest starts it when it needs it.
+
+    Appending a few lines to a stored journal must not pay for the server's imports (0.7 s of CPU on the
+    core that checks the file's stored content meanwhile).
+    """
+    files = [f for path in paths if path != "-" for f in _files(path)]
+    if not any(size >= WORKER_MIN_BYTES for _, size in files):
+        return False
+    if db == ":memory:" or not os.path.exists(db):
+        return True
+    try:
+        import duckdb
+
+        with duckdb.connect(db, read_only=True) as con:
+            read = dict(con.execute("SELECT path, bytes_ingested FROM sources WHERE compression IS NULL").fetchall())
+    except Exception:  # noqa: BLE001 - locked, from another version, not a database: assume the worker
+        return True
+    return any(size - read.get(path, 0) >= WORKER_MIN_BYTES for path, size in files)
+
+
+def _files(path: str) -> list[tuple[str, int]]:
+    """(resolved path, size) of the file, or of every file under the folder."""
+    if os.path.isdir(path):
+        return [entry for root, _, names in os.walk(path) for name in names
+                for entry in _files(os.path.join(root, name))]
+    try:
+        return [(os.path.realpath(path), os.path.getsize(path))]
+    except OSError:
+        return []
 
 
 def _ensure_server() -> None:
@@ -65,6 +101,32 @@ def single_threaded_blas() -> None:
     and the DuckDB appends already fill.
     """
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+def arrow_without_pandas() -> None:
+    """Let pyarrow settle, once, that it has no pandas to recognise; call before pyarrow converts anything.
+
+    pyarrow imports pandas the first time it builds an array (to tell pandas objects apart), which costs
+    an ingest 0.2 s of its ~1 s for a few appended lines, though an ingest never hands it one. pandas is
+    hidden for that first conversion only: importing it works afterwards, as do pyarrow's own pandas
+    conversions (`to_pandas`), which import it when asked.
+    """
+    if "pandas" in sys.modules:
+        return
+    import pyarrow as pa
+
+    sys.meta_path.insert(0, _HidePandas)
+    try:
+        pa.array([])
+    finally:
+        sys.meta_path.remove(_HidePandas)
+
+
+class _HidePandas:
+    @staticmethod
+    def find_spec(name: str, path: object = None, target: object = None) -> None:
+        if name == "pandas":
+            raise ImportError("pandas is hidden from pyarrow's first conversion")
 
 
 def tune_for_ingest() -> None:
