@@ -90,6 +90,10 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
     try:
         con = connect(db)
         try:
+            if log_paths and not created:
+                from .source_identity import start_prefix_checks
+
+                start_prefix_checks(con, log_paths)  # on another core, while the parser loads
             report = _ingest_in_transaction(con, log_paths, transcript_paths, skipped, envelope, utc_offset,
                                             progress, redact, jobs or os.cpu_count() or 1)
         except BaseException:

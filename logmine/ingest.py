@@ -34,7 +34,7 @@ from .parsers.events import COMMON_COLUMNS, EVENT_TABLES
 from .parsers.log_lines import LINE_COLUMNS, ColumnBatch, LineParser, table_columns
 from .parsers.transcripts.model import TranscriptUnreadable
 from .redact import Redactor
-from .source_identity import content_hash, content_hasher, content_kept, same_content
+from .source_identity import PrefixCheck, content_hash, content_hasher, same_content
 from .sources import (
     BLOCK_BYTES,
     SNIFF_BYTES,
@@ -62,11 +62,10 @@ from .store import (
     upsert_source,
 )
 from .worker.parse import WorkerParse
+from .worker.processes import WORKER_MIN_BYTES
 
 BATCH_LINES = 50_000
 SMALL_APPEND_ROWS = 1000
-# Inputs this large are parsed in a worker process; smaller ones are not worth starting it.
-WORKER_MIN_BYTES = 32 << 20
 TAIL_BYTES = 4096
 DETECT_LINES = 200  # the format is told from the first lines of an input
 LOG_TABLES = ["lines"] + [t.name for t in EVENT_TABLES]
@@ -179,14 +178,14 @@ def ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
 
 def _ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, progress: Progress | None,
                 redact: bool, worker: bool, ahead: ReadAhead | None,
-                on_read: Callable[[int], None] | None) -> SourceReport:
+                on_read: Callable[[int], None] | None, check_later: bool = True) -> SourceReport:
     previous = find_source(con, inp.path) if inp.path != "-" else None
     same = same_content(con, inp) if previous is None and inp.path != "-" else None
     if same and same.how != "continues":
         return SourceReport(inp.display, same.source["source_id"], "copy", same.source["envelope"], note=same.note())
     if same:  # the source read before under another name: it goes on here
         previous = same.source
-    start_offset, first_line, status = plan_resume(inp, previous)
+    start_offset, first_line, status, check = plan_resume(inp, previous, check_later)
     source_id = previous["source_id"] if previous else next_source_id(con)
     report = SourceReport(inp.display, source_id, status, note=same.note() if same else None)
     if status == "replaced":
@@ -203,9 +202,12 @@ def _ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None
     saved = SavedRows(con, LOG_TABLES, source_id, first_line, keep=status in ("grown", "replaced"))
     try:
         _read_log(con, inp, envelope, progress, previous, start_offset, first_line, report, redact, worker,
-                  ahead, on_read)
+                  ahead, on_read, check)
     except duckdb.Error:
         raise
+    except EditedInPlace:
+        saved.restore()
+        return _ingest_log(con, inp, envelope, progress, redact, worker, None, None, check_later=False)
     except Exception:
         saved.restore()
         raise
@@ -216,9 +218,9 @@ def _ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None
 def _read_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, progress: Progress | None,
               previous: dict | None, start_offset: int, first_line: int, report: SourceReport,
               redact: bool = False, worker: bool = True, ahead: ReadAhead | None = None,
-              on_read: Callable[[int], None] | None = None) -> None:
+              on_read: Callable[[int], None] | None = None, check: PrefixCheck | None = None) -> None:
     """Parse one input from `start_offset` (or take the parse started `ahead`) and store its rows and its
-    `sources` record."""
+    `sources` record, once the `check` that the file still begins with what was read before agrees."""
     source_id = report.source_id
     if ahead:
         plan, batches = ahead.plan, ahead.batches
@@ -249,6 +251,8 @@ def _read_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, 
             if progress:
                 progress(inp.display, start_offset + parsed.consumed, inp.size)
     appender.close()
+    if check and not check.kept():
+        raise EditedInPlace(inp.display)
     line_no, partial, digest = parsed.line_no, parsed.partial, parsed.digest
     end = start_offset + parsed.consumed
     if digest is None:  # read from where the last ingest stopped: its content is hashed from the start
@@ -410,29 +414,41 @@ def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iter
             stream.close()
 
 
-def plan_resume(inp: Input, previous: dict | None) -> tuple[int, int, str]:
-    """(byte offset, first line number, status) for this input given what was ingested before.
+def plan_resume(inp: Input, previous: dict | None,
+                check_later: bool = True) -> tuple[int, int, str, PrefixCheck | None]:
+    """(byte offset, first line number, status, pending check) for this input given what was ingested before.
 
-    For `grown` and `replaced` inputs the stored rows from that first line on are deleted at merge.
+    For `grown` and `replaced` inputs the stored rows from that first line on are deleted at merge. A file
+    that grew is read from where the last ingest stopped while a thread checks that it still begins with
+    what that ingest read (`PrefixCheck`, unless not `check_later`): if it does not, the caller reads it
+    again whole (`EditedInPlace`).
     """
     if previous is None:
-        return 0, 1, "new"
+        return 0, 1, "new", None
     if inp.resumable:
         done = previous["bytes_ingested"]
         size = file_size(inp.path)
         same_prefix = size >= done and _head_hash(inp, done) == previous["head_hash"] \
             and _tail_hash(inp, done) == previous["tail_hash"]
-        if same_prefix and content_kept(inp, previous):
-            if size == done and not previous["partial_last_line"]:
-                return 0, 1, "unchanged"
-            if previous["partial_last_line"] and size == previous["size_bytes"]:
-                return 0, 1, "unchanged"  # its tail, stored, has not grown since
-            if done < SNIFF_BYTES and previous["lines_ingested"] < DETECT_LINES:
-                return 0, 1, "grown"  # its format was told from fewer lines than there are now: read it all again
-            return done, previous["lines_ingested"] + 1, "grown"
+        unchanged = size == done and not previous["partial_last_line"] or \
+            previous["partial_last_line"] and size == previous["size_bytes"]  # its stored tail has not grown
+        # Its format was told from fewer lines than there are now: read it all again.
+        from_start = done < SNIFF_BYTES and previous["lines_ingested"] < DETECT_LINES
+        if same_prefix and check_later and not unchanged and not from_start:
+            return done, previous["lines_ingested"] + 1, "grown", PrefixCheck.of(inp, previous)
+        if same_prefix and PrefixCheck.of(inp, previous).kept():
+            if unchanged:
+                return 0, 1, "unchanged", None
+            if from_start:
+                return 0, 1, "grown", None
+            return done, previous["lines_ingested"] + 1, "grown", None
     elif inp.size == previous["size_bytes"] and _head_hash(inp, SNIFF_BYTES) == previous["head_hash"]:
-        return 0, 1, "unchanged"
-    return 0, 1, "replaced"
+        return 0, 1, "unchanged", None
+    return 0, 1, "replaced", None
+
+
+class EditedInPlace(Exception):  # noqa: N818 - a finding, not an error: the file is read again whole
+    """A grown file, read from where the last ingest stopped, turned out not to begin with what it read."""
 
 
 def typed_batch(tables: dict[str, pa.Table], stats: bool) -> dict[str, pa.Table]:

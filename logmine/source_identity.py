@@ -13,13 +13,25 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 import duckdb
 
-from .sources import BLOCK_BYTES, SNIFF_BYTES, UNREADABLE, Input, describe, fingerprint, open_bytes, read_range
+from .sources import (
+    BLOCK_BYTES,
+    SNIFF_BYTES,
+    UNREADABLE,
+    Input,
+    InputError,
+    describe,
+    fingerprint,
+    open_bytes,
+    read_range,
+)
+from .store import find_source
 
 # A write within this many seconds before the last ingest might share its modification time (coarse
 # file system clocks): such a file is hashed, not trusted.
@@ -108,6 +120,65 @@ def content_kept(inp: Input, previous: dict) -> bool:
     if untouched and inp.size == previous["size_bytes"]:
         return True
     return prefix_hashes(inp, {length}).get(length) == previous["content_hash"]
+
+
+class PrefixCheck:
+    """`content_kept(inp, previous)`, computed in a thread while the caller goes on.
+
+    Checking a grown file hashes all it held before (0.25 s of CPU per 400 MB); hashing and reading
+    release the GIL, so this runs on another core while the parser loads (`start_prefix_checks`) and the
+    new lines are parsed and stored. Whoever stores the result waits for `kept`.
+    """
+
+    @classmethod
+    def of(cls, inp: Input, previous: dict) -> PrefixCheck:
+        """The check of this input as it is now: the one `start_prefix_checks` started, or a new one."""
+        key = (_identity(inp), read_length(previous), previous["content_hash"])
+        return _started_checks.pop(key, None) or cls(inp, previous)
+
+    def __init__(self, inp: Input, previous: dict) -> None:
+        self._kept: bool | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(inp, previous), name="logmine-prefix-check",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self, inp: Input, previous: dict) -> None:
+        try:
+            self._kept = content_kept(inp, previous)
+        except BaseException as exc:  # noqa: BLE001 - raised again in the thread that asks
+            self._error = exc
+
+    def kept(self) -> bool:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return bool(self._kept)
+
+
+# Checks started ahead of the ingest that needs them, by (identity, length read, content hash).
+_started_checks: dict[tuple, PrefixCheck] = {}
+
+
+def start_prefix_checks(con: duckdb.DuckDBPyConnection, paths: list[str]) -> None:
+    """Start the checks of the stored plain files among `paths` whose size changed since their last
+    ingest: the ingest reading them, which begins once the parser has loaded, finds them done or under
+    way (`PrefixCheck.of`). Checks an earlier ingest started and did not take are dropped."""
+    _started_checks.clear()
+    if not con.execute("SELECT 1 FROM duckdb_tables() WHERE table_name = 'sources'").fetchall():
+        return
+    for path in paths:
+        if path == "-":
+            continue
+        try:
+            inp = describe(Path(path))
+        except InputError:  # said in its turn, by the ingest
+            continue
+        previous = find_source(con, inp.path)
+        if previous and previous["content_hash"] and inp.compression is None and previous["compression"] is None \
+                and inp.size != previous["size_bytes"]:
+            check = PrefixCheck(inp, previous)
+            _started_checks[(_identity(inp), read_length(previous), previous["content_hash"])] = check
 
 
 @dataclass
