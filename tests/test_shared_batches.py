@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+import os
 import signal
 import subprocess
 import sys
@@ -158,3 +159,22 @@ def test_an_ingest_through_the_worker_stores_what_one_in_process_stores(tmp_path
             query = f"SELECT * EXCLUDE (source_id) FROM {table} ORDER BY ALL"
             assert a.execute(query).fetchall() == b.execute(query).fetchall(), table
         assert a.execute("SELECT count(*) FROM capacity").fetchall()[0][0] > 1
+
+
+@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="no /dev/shm")
+def test_a_slot_file_left_by_a_killed_ingest_is_swept_by_the_next(tmp_path: Path) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    orphan = Path("/dev/shm") / f"logmine-batches-{dead.pid}-abcdefgh"
+    mine = Path("/dev/shm") / f"logmine-batches-{os.getpid()}-abcdefgh"
+    orphan.write_bytes(b"x")
+    mine.write_bytes(b"x")
+    try:
+        shared = SharedSlots.create(1, 4096)
+        assert shared is not None
+        shared.remove()
+        assert not orphan.exists()
+        assert mine.exists()  # its maker lives
+    finally:
+        orphan.unlink(missing_ok=True)
+        mine.unlink(missing_ok=True)

@@ -20,6 +20,31 @@ import pyarrow as pa
 
 SLOT_BYTES = 32 << 20  # a 50k-line batch of a v0.5.9 journal takes about 12 MB
 FOLDERS = ("/dev/shm", tempfile.gettempdir())
+PREFIX = "logmine-batches-"  # then the PID of the process that made the file
+
+
+def remove_orphans(folder: str) -> None:
+    """Delete the slot files whose maker is dead. The worker deletes the file once both processes have
+    it mapped, but an ingest killed (SIGKILL) before its worker got that far leaves it, 96 MB of memory
+    in /dev/shm until the next ingest on the machine sweeps it here."""
+    if os.name != "posix":  # signal 0 tests a PID on POSIX only
+        return
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            pid = entry.name.removeprefix(PREFIX).split("-", 1)[0]
+            if entry.name.startswith(PREFIX) and pid.isdigit() and not _alive(int(pid)):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
 
 
 @dataclass
@@ -41,8 +66,9 @@ class SharedSlots:
     def create(cls, slots: int, slot_bytes: int = SLOT_BYTES) -> SharedSlots | None:
         """A new slot file in /dev/shm, else in the temp directory; None when neither has room."""
         for folder in FOLDERS:
+            remove_orphans(folder)
             try:
-                fd, path = tempfile.mkstemp(prefix="logmine-batches-", dir=folder)
+                fd, path = tempfile.mkstemp(prefix=f"{PREFIX}{os.getpid()}-", dir=folder)
             except OSError:
                 continue
             try:
