@@ -360,20 +360,22 @@ def unparsed(con: duckdb.DuckDBPyConnection, limit: int = 50) -> pd.DataFrame:
 def summary_text(summary: dict) -> str:
     """The human summary printed after an ingest."""
     out = []
-    for s in summary["sources"]:
-        out.append(f"{visible(s['path'], one_line=True)}: {s['status']}, format {s['format']}, "
-                   f"{s['lines_read']:,} lines read, {s['lines_typed']:,} typed, {s['lines_untyped']:,} untyped")
+    for s in summary["sources"]:  # one line per file, short enough for 80 columns: a fleet has many
+        out.append(f"{visible(s['path'], one_line=True)}: {s['status']}, {s['format']}, "
+                   f"{s['lines_read']:,} lines, {s['lines_untyped']:,} untyped")
         if s.get("note"):
             out.append(f"  {visible(s['note'], one_line=True)}")
         if s["untimed_markers"]:
             out.append(f"  {s['untimed_markers']:,} start, stop or exit lines have no time of their own (as in "
                        "`journalctl -o cat`): runs may miss the times only they show")
-    out.append(f"total: {summary['lines_read']:,} lines read, {summary['lines_typed']:,} typed, "
-               f"{summary['lines_untyped']:,} kept untyped (see `logmine unparsed`) -> {summary['db']}")
+    out.append(f"total: {summary['lines_read']:,} lines read, {summary['lines_typed']:,} typed "
+               f"-> {summary['db']}")
+    if summary["lines_untyped"]:
+        out.append(f"  {summary['lines_untyped']:,} lines kept untyped: `logmine unparsed` groups them")
     for t in summary.get("transcripts", []):
-        out.append(f"{visible(t['path'], one_line=True)}: {t['status']}, {t['format']}, {t['sessions']} sessions, "
-                   f"{t['messages']} messages, {t['tool_calls']} tool calls, "
-                   f"{t['unknown_records']} unknown records kept")
+        out.append(f"{visible(t['path'], one_line=True)}: {t['status']}, {t['format']}")
+        out.append(f"  {t['sessions']} sessions, {t['messages']} messages, {t['tool_calls']} tool calls"
+                   + (f", {t['unknown_records']} unknown records kept" if t["unknown_records"] else ""))
         out.extend(f"  skipped malformed input: {visible(p, one_line=True)}" for p in t["problems"][:20])
     if summary["failed"]:
         out.append(f"not stored, could not be read: {len(summary['failed'])} input(s) (listed on stderr)")

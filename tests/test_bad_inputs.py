@@ -46,7 +46,7 @@ def test_fifos_devices_loops_and_broken_transcripts(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "logmine", "ingest", *names, "--db", str(tmp_path / "t.duckdb")],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 1
-    assert "journal.txt: new, format journal-short, 1,205 lines read" in result.stdout
+    assert "journal.txt: new, journal-short, 1,205 lines, 0 untyped" in result.stdout
     errors = sorted(result.stderr.strip().splitlines())
     assert errors == sorted([
         f"logmine: {walked}/pipe.log: not a regular file (a FIFO), skipped",
