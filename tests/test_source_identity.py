@@ -9,6 +9,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+import xxhash
 
 from logmine.ingest import IngestReport, ingest_logs
 from tests.test_growth import JOURNAL, tables
@@ -111,8 +112,6 @@ def test_a_truncated_compressed_file_is_named_with_its_offset_when_compared_with
 def test_a_grown_file_keeps_the_hash_of_everything_read(tmp_path: Path) -> None:
     """The hash is continued from the prefix checked before reading, not read again from the start: it
     must still be the hash of every byte read, or the next ingest would take the file for an edited one."""
-    import hashlib
-
     path = tmp_path / "journal.txt"
     data = JOURNAL.read_bytes()
     con = duckdb.connect()
@@ -121,5 +120,30 @@ def test_a_grown_file_keeps_the_hash_of_everything_read(tmp_path: Path) -> None:
         (source,) = ingest(con, path).sources
         assert source.status == ("new" if cut == len(data) // 3 else "grown")
         size, digest = con.execute("SELECT size_bytes, content_hash FROM sources").fetchone()
-        assert digest == hashlib.sha256(path.read_bytes()[:size]).hexdigest()
+        assert digest == xxhash.xxh3_128(path.read_bytes()[:size]).hexdigest()
+    assert tables(con) == whole(path)
+
+
+@pytest.mark.parametrize("edited", [False, True])
+def test_a_source_hashed_with_sha256_by_an_older_logmine_is_checked_with_sha256(tmp_path: Path, edited: bool) -> None:
+    """Databases made before XXH3 hold SHA-256 content hashes: a grown file is checked and continued in
+    SHA-256 (nothing read again), an edited one still found."""
+    import hashlib
+
+    path = tmp_path / "journal.txt"
+    data = JOURNAL.read_bytes()
+    path.write_bytes(data)
+    con = duckdb.connect()
+    ingest(con, path)
+    size = con.execute("SELECT size_bytes FROM sources").fetchone()[0]
+    con.execute("UPDATE sources SET content_hash = ?", [hashlib.sha256(data[:size]).hexdigest()])
+    if edited:
+        at = data.index(b"avail mem=", 120_000)
+        data = data[:at] + b"avail mem=11.11" + data[at + 15:]
+    path.write_bytes(data + MORE)
+    (source,) = ingest(con, path).sources
+    assert source.status == ("replaced" if edited else "grown")
+    size, digest = con.execute("SELECT size_bytes, content_hash FROM sources").fetchone()
+    hasher = xxhash.xxh3_128 if edited else hashlib.sha256  # read again whole: hashed the new way
+    assert digest == hasher(path.read_bytes()[:size]).hexdigest()
     assert tables(con) == whole(path)
