@@ -128,18 +128,16 @@ def ingest_logs(con: duckdb.DuckDBPyConnection, paths: list[str], envelope: str 
     report = IngestReport(db="")
     ahead: ReadAhead | None = None
 
-    def read_next(index: int) -> Callable[[int], None]:
-        def start(source_id: int) -> None:
-            nonlocal ahead
-            expected = max(next_source_id(con), source_id + 1)
-            ahead = _read_ahead(con, paths[index + 1], envelope, expected, redact)
-        return start
+    def start_next(index: int, source_id: int) -> None:
+        """Start parsing the input after paths[index], whose source id is `source_id`."""
+        nonlocal ahead
+        ahead = _read_ahead(con, paths[index + 1], envelope, max(next_source_id(con), source_id + 1), redact)
 
     try:
         for index, path in enumerate(paths):
             interrupts.check()
             this, ahead = ahead, None
-            on_read = read_next(index) if worker and index + 1 < len(paths) else None
+            on_read = functools.partial(start_next, index) if worker and index + 1 < len(paths) else None
             try:
                 report.sources.append(ingest_log(con, this.inp if this else describe_input(path), envelope,
                                                  progress, redact, worker, this, on_read))

@@ -38,13 +38,12 @@ class WorkerParse:
                  finish_typing: Callable[[Tables], Tables]) -> None:
         context = worker_context()
         self._queue = context.Queue(maxsize=WORKER_QUEUE)
-        free = context.Queue()
-        self._free = free
+        self._free = context.Queue()
         self._slots = SharedSlots.create(WORKER_QUEUE + 1)
         for slot in range(self._slots.slots if self._slots else 0):
-            free.put(slot)
+            self._free.put(slot)
         self._process = context.Process(target=_parse_worker,
-                                        args=(plan, parse, finish_typing, self._queue, self._slots, free),
+                                        args=(plan, parse, finish_typing, self._queue, self._slots, self._free),
                                         daemon=True)
         self._finished = False
         try:
