@@ -118,6 +118,7 @@ def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, log_paths: list[str],
 
     from . import derive, interrupts, knowledge, transcripts
     from .ingest import failure_line, ingest_logs
+    from .parallel_ingest import ingest_logs_parallel, worth_a_pool
     from .redact import Redactor
     from .store import execute, save_setting, setting
 
@@ -129,8 +130,7 @@ def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, log_paths: list[str],
         if redact:
             save_setting(con, "redact", "on")
         transcripts.ensure_tables(con)
-        if jobs > 2 and len(log_paths) > 1:  # on two cores the worker beside this process does better
-            from .parallel_ingest import ingest_logs_parallel
+        if jobs > 2 and worth_a_pool(log_paths):  # on two cores the worker beside this process does better
 
             logs = ingest_logs_parallel(con, log_paths, jobs, envelope=envelope, progress=progress, redact=redact)
         else:

@@ -223,15 +223,14 @@ def _read_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, 
     if ahead:
         plan, batches = ahead.plan, ahead.batches
     else:
-        plan, stream = _plan_parse(con, inp, envelope, previous, start_offset, first_line, source_id, redact)
+        plan, stream = plan_parse(con, inp, envelope, previous, start_offset, first_line, source_id, redact)
         # What is left to read decides: a grown file is read from where the last ingest stopped.
         if worker and _worth_a_worker(inp, start_offset):
             stream.close()  # the worker process reopens the file
             batches = WorkerParse(plan, parse_batches, functools.partial(typed_batch, stats=True))
         else:
             batches = parse_batches(plan, stream)
-    fmt, time, fallback_date = plan.envelope, plan.time, plan.fallback_date
-    report.envelope = fmt
+    report.envelope = plan.envelope
     parsed = Parsed({}, 0, first_line - 1, False, True)
     appender = BatchAppender(con)
     with contextlib.closing(batches):  # closed at once when stopped: the worker and its shared file go with it
@@ -251,10 +250,20 @@ def _read_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, 
     appender.close()
     if check and not check.kept():
         raise EditedInPlace(inp.display)
-    line_no, partial, digest = parsed.line_no, parsed.partial, parsed.digest
     end = start_offset + parsed.consumed
+    digest = parsed.digest
     if digest is None:  # read from where the last ingest stopped: its content is hashed from the start
         digest = content_hash(inp, end)
+    if inp.path == "-" and is_duplicate_stdin(con, report, digest):
+        return
+    store_source_record(con, inp, source_id, plan, end, parsed, digest)
+
+
+def store_source_record(con: duckdb.DuckDBPyConnection, inp: Input, source_id: int, plan: ParsePlan, end: int,
+                        parsed: Parsed, digest: str | None) -> None:
+    """The `sources` record of an input read up to byte `end` (`parsed` its last batch): what the next
+    ingest needs to go on from there, or to tell that the file changed."""
+    line_no, partial = parsed.line_no, parsed.partial
     bytes_done, lines_done = end, line_no
     # What is stored but read again if the file grows: an unterminated last line, and every line from
     # the start of a traceback still open at the end, whose rest may still be being written.
@@ -264,18 +273,15 @@ def _read_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, 
         lines_done = reread_from - 1
     elif partial:
         lines_done -= 1
-    record = {
-        "source_id": source_id, "path": inp.path, "display": inp.display, "kind": "log", "envelope": fmt,
+    upsert_source(con, {
+        "source_id": source_id, "path": inp.path, "display": inp.display, "kind": "log", "envelope": plan.envelope,
         "compression": inp.compression, "size_bytes": end if inp.resumable else inp.size,
         "bytes_ingested": bytes_done, "lines_ingested": lines_done, "partial_last_line": partial or bytes_done < end,
         "head_hash": _head_hash(inp, bytes_done), "tail_hash": _tail_hash(inp, bytes_done),
         "content_hash": digest,
-        "year": time.year, "utc_offset_s": int(time.utc_offset.total_seconds()),
-        "fallback_date": fallback_date, "ingested_at": datetime.now(),
-    }
-    if inp.path == "-" and is_duplicate_stdin(con, report, digest):
-        return
-    upsert_source(con, record)
+        "year": plan.time.year, "utc_offset_s": int(plan.time.utc_offset.total_seconds()),
+        "fallback_date": plan.fallback_date, "ingested_at": datetime.now(),
+    })
 
 
 @dataclass
@@ -292,6 +298,7 @@ class ParsePlan:
     last_ts: str | None = None  # the time and kind of the line before `first_line`, when resuming
     last_kind: str | None = None
     redact: bool = False  # replace secrets in each line before it is parsed (`logmine.redact`)
+    end_offset: int | None = None  # where to stop: one byte range of a file (`logmine.byte_ranges`)
 
 
 @dataclass
@@ -315,7 +322,7 @@ def _read_ahead(con: duckdb.DuckDBPyConnection, path: str, envelope: str | None,
         inp = describe_input(path)
         if not _worth_a_worker(inp, 0) or find_source(con, inp.path) is not None:
             return None
-        plan, stream = _plan_parse(con, inp, envelope, None, 0, 1, source_id, redact)
+        plan, stream = plan_parse(con, inp, envelope, None, 0, 1, source_id, redact)
         stream.close()
         return ReadAhead(inp, plan, WorkerParse(plan, parse_batches, functools.partial(typed_batch, stats=True)))
     except Exception:  # noqa: BLE001 - what is wrong with it is said in its turn, in the inputs' order
@@ -327,7 +334,7 @@ def _worth_a_worker(inp: Input, start_offset: int) -> bool:
     return inp.path != "-" and (inp.size or 0) - (start_offset if inp.resumable else 0) >= WORKER_MIN_BYTES
 
 
-def _plan_parse(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, previous: dict | None,
+def plan_parse(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, previous: dict | None,
                 start_offset: int, first_line: int, source_id: int, redact: bool) -> tuple[ParsePlan, PeekableStream]:
     """How to parse `inp` from `start_offset`: its format and time context (told from its first lines, or
     kept from the last ingest when resuming), and the stream opened there."""
@@ -377,6 +384,7 @@ class Parsed:
     final: bool  # the input's last batch
     digest: str | None = None  # content hash of all bytes read, on the final batch of an input read from its start
     reopen_line: int | None = None  # first line of a traceback still open at the end, on the final batch
+    time: TimeContext | None = None  # the year and month the stamps had reached, on the final batch
 
 
 def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iterator[Parsed]:
@@ -384,7 +392,7 @@ def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iter
 
     The first batch is one block, so that storing starts while the second is parsed.
     """
-    stream = stream or PeekableStream(open_bytes(plan.inp, plan.start_offset), plan.inp.display)
+    stream = stream or PeekableStream(open_bytes(plan.inp, plan.start_offset, plan.end_offset), plan.inp.display)
     parser = LineParser(plan.source_id, plan.envelope, plan.time, plan.fallback_date, last_ts=plan.last_ts,
                         last_kind=plan.last_kind)
     redactor = Redactor() if plan.redact else None
@@ -406,7 +414,7 @@ def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iter
         reopen_line = min((err.first_line_no for err in parser.tracebacks.open), default=None)
         parser.finish(batch)
         yield Parsed(typed_batch(batch.tables(), stats=False), consumed, line_no, partial, True,
-                     hasher and hasher.hexdigest(), reopen_line)
+                     hasher and hasher.hexdigest(), reopen_line, parser.time)
     finally:
         if plan.inp.path != "-":
             stream.close()

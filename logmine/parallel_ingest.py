@@ -8,14 +8,16 @@ main process takes the results in the order the files were named and copies each
 database under the source id a serial ingest would give it (the next free one, so a file that fails
 takes none), while the pool parses the next files. Files the database already knows (grown, unchanged,
 replaced), stdin, a path named twice and a file whose content continues or copies a source stored
-before it are ingested by the main process itself, in their place in the order. What spans sources
-(runs, templates, links) is derived afterwards, once, as after a serial ingest: the tables are the
-same, row for row.
+before it are ingested by the main process itself, in their place in the order. A new file of
+`byte_ranges.SPLIT_MIN_BYTES` or more is cut into byte ranges parsed in the same pool (`byte_ranges`).
+What spans sources (runs, templates, links) is derived afterwards, once, as after a serial ingest: the
+tables are the same, row for row.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -35,6 +37,7 @@ def ingest_logs_parallel(con: duckdb.DuckDBPyConnection, paths: list[str], jobs:
                          progress: Progress | None = None, redact: bool = False) -> IngestReport:
     """`ingest.ingest_logs` with the new files parsed in `jobs` processes; run it inside a transaction."""
     from . import interrupts
+    from .byte_ranges import SPLIT_MIN_BYTES, ingest_by_ranges
     from .ingest import LOG_TABLES, IngestReport, failure_line, ingest_log, table_columns
     from .source_identity import same_content
     from .sources import describe_input
@@ -43,15 +46,16 @@ def ingest_logs_parallel(con: duckdb.DuckDBPyConnection, paths: list[str], jobs:
     ensure_tables(con, {name: table_columns(name) for name in LOG_TABLES})
     report = IngestReport(db="")
     pooled: list[str] = []
+    cut: list[str] = []  # large enough to be parsed by byte ranges (`byte_ranges`), by the main loop
     seen: set[str] = set()
     for path in paths:
         resolved = str(Path(path).resolve()) if path != "-" else path
         if path != "-" and resolved not in seen and find_source(con, resolved) is None:
-            pooled.append(path)
+            (cut if _size(path) >= SPLIT_MIN_BYTES else pooled).append(path)
         seen.add(resolved)
     scratch = Path(tempfile.mkdtemp(prefix="logmine-jobs-"))
     try:
-        with _pool(jobs, len(pooled)) as pool:
+        with _pool(jobs, len(pooled) + (jobs if cut else 0)) as pool:
             parsed = pool.map(_parse_to_scratch, [(p, str(scratch / f"{i}.duckdb"), envelope, redact)
                                                    for i, p in enumerate(pooled)])
             remaining = set(range(len(pooled)))
@@ -72,7 +76,10 @@ def ingest_logs_parallel(con: duckdb.DuckDBPyConnection, paths: list[str], jobs:
                         progress(path, 1, 1)
                     continue
                 try:
-                    report.sources.append(ingest_log(con, describe_input(path), envelope, progress, redact))
+                    by_ranges = ingest_by_ranges(con, path, pool, jobs, scratch, envelope, progress, redact) \
+                        if path in cut else None
+                    report.sources.append(by_ranges or ingest_log(con, describe_input(path), envelope, progress,
+                                                                  redact))
                 except Exception as exc:  # noqa: BLE001 - as ingest_logs: a bad input costs only itself
                     import duckdb
 
@@ -82,6 +89,20 @@ def ingest_logs_parallel(con: duckdb.DuckDBPyConnection, paths: list[str], jobs:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return report
+
+
+def worth_a_pool(paths: list[str]) -> bool:
+    """Several log files, or one large enough to be parsed by byte ranges."""
+    from .byte_ranges import SPLIT_MIN_BYTES
+
+    return len(paths) > 1 or (len(paths) == 1 and _size(paths[0]) >= SPLIT_MIN_BYTES)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 @contextlib.contextmanager

@@ -90,8 +90,9 @@ def describe(path: Path) -> Input:
     return Input(str(path.resolve()), str(path), compression, stat.st_size, stat.st_mtime)
 
 
-def open_bytes(inp: Input, offset: int = 0) -> BinaryIO:
-    """A byte stream of the decompressed content, positioned at `offset` (plain files only)."""
+def open_bytes(inp: Input, offset: int = 0, end: int | None = None) -> BinaryIO:
+    """A byte stream of the decompressed content, positioned at `offset` and ending at `end` (both for
+    plain files only)."""
     if inp.path == "-":
         return sys.stdin.buffer
     raw = open(inp.path, "rb")  # noqa: SIM115 - closed by the caller through the returned stream
@@ -100,7 +101,26 @@ def open_bytes(inp: Input, offset: int = 0) -> BinaryIO:
     if inp.compression == "zstd":
         return ZstdReader(raw)  # type: ignore[return-value]
     raw.seek(offset)
-    return raw
+    return raw if end is None else Window(raw, end - offset)  # type: ignore[return-value]
+
+
+class Window(io.RawIOBase):
+    """The next `size` bytes of a file: a byte range parsed on its own (`logmine.byte_ranges`)."""
+
+    def __init__(self, raw: BinaryIO, size: int) -> None:
+        self.raw, self.left = raw, size
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview | bytearray) -> int:
+        got = self.raw.readinto(memoryview(buffer)[:max(0, self.left)]) or 0
+        self.left -= got
+        return got
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
 
 
 class ZstdReader(io.RawIOBase):
