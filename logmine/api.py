@@ -76,8 +76,10 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
     only (and so are its write-ahead log and temporary files).
 
     `jobs` processes share the work (default: one per core): 1 is this process alone; 2 adds a parse
-    worker beside it for each input of 32 MB or more; 3 or more parse several new log files at once, each
-    in a process of its own (`logmine.parallel_ingest`). The tables are the same whatever `jobs`.
+    worker beside it for each input of 32 MB or more, and starts the next input's parse while this one's
+    rows are stored; 3 or more parse several new log files at once, each in a process of its own
+    (`logmine.parallel_ingest`), and a new journal of 256 MB or more by byte ranges (`logmine.byte_ranges`).
+    The tables are the same whatever `jobs`.
     """
     from . import interrupts
     from .sources import classify_inputs

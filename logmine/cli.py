@@ -70,8 +70,9 @@ def main() -> None:
               help="Replace secrets (tokens, keys, passwords) before they are stored, now and in every later "
                    "ingest into this database.")
 @click.option("--jobs", type=click.IntRange(min=1), default=None,
-              help="Processes that share the parse (default: one per core; 1: this one alone; 3+: several "
-                   "files at once).")
+              help="Processes that share the parse (default: one per core; 1: this one alone; 2: a parse "
+                   "worker beside it, the next file read ahead; 3+: several files, or byte ranges of one "
+                   "large journal, at once).")
 @click.option("--engine", type=click.Choice(["duckdb", "spark"]), default="duckdb", show_default=True,
               help="spark: parse the log files in Spark tasks into a Parquet folder (--out) instead of --db; "
                    "PATHS may then be Hadoop URIs too (hdfs://, s3a://, gs://, file://...).")
