@@ -10,7 +10,8 @@ while the pool parses the later ones.
 The database has one writer: copying the ranges in costs the main process about what storing the rows of
 the serial ingest's parse worker costs it, so a single file goes no faster than that writer, and cutting it
 pays only where the parse is the slower half (more cores than two, `--redact`, JSON journals). On this
-project's 2-core machine a 2M-line journal took 12.3 s with `--jobs 3` against 7.7 s with `--jobs 2`.
+project's 2-core machine a 2M-line journal took 12.3 s with `--jobs 3` against 7.7 s with `--jobs 2`
+(with `--redact`: 12.2 against 11.3 s).
 
 Whether a range was read as the serial ingest reads it depends on the range before it, known only once that
 one is parsed: the main process takes the ranges in order, and takes one only when the range before it
