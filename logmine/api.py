@@ -133,7 +133,6 @@ def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, log_paths: list[str],
             save_setting(con, "redact", "on")
         transcripts.ensure_tables(con)
         if jobs > 2 and worth_a_pool(log_paths):  # on two cores the worker beside this process does better
-
             logs = ingest_logs_parallel(con, log_paths, jobs, envelope=envelope, progress=progress, redact=redact)
         else:
             # One job: this process alone, without the parse worker it otherwise starts for a large input.

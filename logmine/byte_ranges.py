@@ -47,7 +47,6 @@ SPLIT_MIN_BYTES = 256 << 20
 CUTTABLE_FORMATS = ("journal-short", "journal-iso", "journal-full", "journal-unix", "journal-json")
 CUT_MARKERS = (b"] Decode batch", b"] Prefill batch")
 CUT_SEARCH_BYTES = 4 << 20  # how far past a target offset a cut line is looked for
-SCRATCH_MEMORY = "96MB"
 # Ranges per process: the main process copies each range into the database as soon as it and those before
 # it are parsed, while the pool parses the later ones; with one range per process all would end together.
 RANGES_PER_JOB = 4
@@ -100,14 +99,11 @@ def _count_lines(path: str, start: int, stop: int) -> int:
 def parse_range(task: tuple[ParsePlan, str]) -> RangeEnd:
     """Parse one range into a scratch database (run in a pool process)."""
     from .ingest import LOG_TABLES, BatchAppender, SourceReport, parse_batches, table_columns, typed_batch
-    from .store import connect, ensure_tables, execute
+    from .parallel_ingest import scratch_database
+    from .store import ensure_tables, execute
 
     plan, db = task
-    con = connect(db)
-    try:
-        execute(con, "SET threads = 1")
-        execute(con, f"SET memory_limit = '{SCRATCH_MEMORY}'")
-        execute(con, "BEGIN TRANSACTION")
+    with scratch_database(db) as con:
         ensure_tables(con, {name: table_columns(name) for name in LOG_TABLES})
         appender = BatchAppender(con)
         report = SourceReport(plan.inp.display, plan.source_id, "new")
@@ -115,9 +111,6 @@ def parse_range(task: tuple[ParsePlan, str]) -> RangeEnd:
             appender.add(typed_batch(parsed.tables, stats=True), report)
         appender.close()
         first = execute(con, "SELECT month(ts) FROM lines WHERE ts IS NOT NULL ORDER BY line_no LIMIT 1")
-        execute(con, "COMMIT")
-    finally:
-        con.close()
     parsed.tables = {}
     return RangeEnd(db, parsed, plan.start_offset + parsed.consumed, first[0][0] if first else None)
 
@@ -170,6 +163,7 @@ def _ingest_ranges(con: duckdb.DuckDBPyConnection, inp: Input, plan: ParsePlan, 
                    scratch: Path, progress: Progress | None, redact: bool) -> SourceReport | None:
     from . import interrupts
     from .ingest import LOG_TABLES, ingest_log, store_source_record
+    from .parallel_ingest import copy_scratch
     from .source_identity import content_hash
     from .store import execute
 
@@ -190,12 +184,7 @@ def _ingest_ranges(con: duckdb.DuckDBPyConnection, inp: Input, plan: ParsePlan, 
             for later in futures:
                 later.cancel()  # those not started yet: read in order below
             break
-        execute(con, f"ATTACH '{parsed.db}' AS scratch (READ_ONLY)")
-        try:
-            for table in LOG_TABLES:
-                execute(con, f'INSERT INTO "{table}" SELECT * FROM scratch."{table}"')
-        finally:
-            execute(con, "DETACH scratch")
+        copy_scratch(con, parsed.db, LOG_TABLES, plan.source_id)
         Path(parsed.db).unlink()  # its disk is free for the ranges still to come
         taken.append(parsed)
         if progress:

@@ -128,21 +128,42 @@ class _NoPool:
         return iter(())
 
 
-def _parse_to_scratch(task: tuple[str, str, str | None, bool]) -> tuple[tuple[str, SourceReport] | None, str | None]:
-    """Parse one file into a scratch database: ((database, its report), None), or (None, why it failed)."""
-    from .ingest import ingest_logs
+@contextlib.contextmanager
+def scratch_database(db: str) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A pool process's own database, written in one transaction (as the serial ingest writes), on one
+    thread (the N processes are the parallelism)."""
     from .store import connect, execute
 
-    path, db, envelope, redact = task
     con = connect(db)
     try:
         execute(con, "SET threads = 1")
         execute(con, f"SET memory_limit = '{SCRATCH_MEMORY}'")
-        execute(con, "BEGIN TRANSACTION")  # one commit, as in the serial ingest
-        result = ingest_logs(con, [path], envelope=envelope, redact=redact, worker=False)
+        execute(con, "BEGIN TRANSACTION")
+        yield con
         execute(con, "COMMIT")
     finally:
         con.close()
+
+
+def copy_scratch(con: duckdb.DuckDBPyConnection, db: str, tables: list[str], source_id: int) -> None:
+    """Copy the tables of a scratch database into `con`, its rows renumbered as source `source_id`."""
+    from .store import execute
+
+    execute(con, f"ATTACH '{db}' AS scratch (READ_ONLY)")
+    try:
+        for table in tables:
+            execute(con, f'INSERT INTO "{table}" SELECT * REPLACE ({source_id} AS source_id) FROM scratch."{table}"')
+    finally:
+        execute(con, "DETACH scratch")
+
+
+def _parse_to_scratch(task: tuple[str, str, str | None, bool]) -> tuple[tuple[str, SourceReport] | None, str | None]:
+    """Parse one file into a scratch database: ((database, its report), None), or (None, why it failed)."""
+    from .ingest import ingest_logs
+
+    path, db, envelope, redact = task
+    with scratch_database(db) as con:
+        result = ingest_logs(con, [path], envelope=envelope, redact=redact, worker=False)
     if result.failed:
         return None, result.failed[0]
     return (db, result.sources[0]), None
@@ -151,15 +172,9 @@ def _parse_to_scratch(task: tuple[str, str, str | None, bool]) -> tuple[tuple[st
 def _merge(con: duckdb.DuckDBPyConnection, parsed: tuple[str, SourceReport]) -> SourceReport:
     """Copy a scratch database's rows into `con` as its next source."""
     from .ingest import LOG_TABLES
-    from .store import execute, next_source_id
+    from .store import next_source_id
 
     db, report = parsed
-    source_id = next_source_id(con)
-    execute(con, f"ATTACH '{db}' AS scratch (READ_ONLY)")
-    try:
-        for table in ["sources", *LOG_TABLES]:
-            execute(con, f'INSERT INTO "{table}" SELECT * REPLACE ({source_id} AS source_id) FROM scratch."{table}"')
-    finally:
-        execute(con, "DETACH scratch")
-    report.source_id = source_id
+    report.source_id = next_source_id(con)
+    copy_scratch(con, db, ["sources", *LOG_TABLES], report.source_id)
     return report

@@ -149,8 +149,7 @@ class PrefixCheck:
     @classmethod
     def of(cls, inp: Input, previous: dict) -> PrefixCheck:
         """The check of this input as it is now: the one `start_prefix_checks` started, or a new one."""
-        key = (_identity(inp), read_length(previous), previous["content_hash"])
-        return _started_checks.pop(key, None) or cls(inp, previous)
+        return _started_checks.pop(_check_key(inp, previous), None) or cls(inp, previous)
 
     def __init__(self, inp: Input, previous: dict) -> None:
         self._kept: bool | None = None
@@ -193,8 +192,11 @@ def start_prefix_checks(con: duckdb.DuckDBPyConnection, paths: list[str]) -> Non
         previous = find_source(con, inp.path)
         if previous and previous["content_hash"] and inp.compression is None and previous["compression"] is None \
                 and inp.size != previous["size_bytes"]:
-            check = PrefixCheck(inp, previous)
-            _started_checks[(_identity(inp), read_length(previous), previous["content_hash"])] = check
+            _started_checks[_check_key(inp, previous)] = PrefixCheck(inp, previous)
+
+
+def _check_key(inp: Input, previous: dict) -> tuple:
+    return _identity(inp), read_length(previous), previous["content_hash"]
 
 
 @dataclass
