@@ -9,6 +9,9 @@ the tools run one after another, `--repeats` times each, interleaved:
 * `lnav -n -c ';SELECT count(*) FROM syslog_log' FILE`: lnav indexes the file (skipped when lnav is
   not installed);
 * `grep -c '' FILE`: the cost of reading it;
+* `duckdb_floor.py FILE` and `duckdb_floor.py FILE --envelope`: DuckDB alone storing each line's text,
+  then the text with the journal envelope split into five typed columns, with every core and no logmine
+  code: the floor of any ingest that keeps the text in DuckDB;
 * `logmine ingest FILE --db NEW.duckdb --json`: every line typed and stored.
 
 Then the incremental case: a copy of the 2M-line journal is ingested, 10,000 more lines are appended to
@@ -35,6 +38,8 @@ from pathlib import Path
 from ingest_bench import Measurement, ensure_journal, find_logmine, measure
 
 APPENDED_LINES = 10_000
+FLOOR_SCRIPT = Path(__file__).with_name("duckdb_floor.py")
+FLOORS = {"duckdb: text": [], "duckdb: +envelope": ["--envelope"]}
 LNAV_QUERY = ";SELECT count(*) FROM syslog_log"
 
 
@@ -78,6 +83,9 @@ def compare_size(journal: Path, lines: int, repeats: int, logmine: str, lnav: st
             runs.setdefault("lnav -n", []).append(
                 measure("lnav -n", [lnav, "-n", "-c", LNAV_QUERY, str(journal)], lines, size))
         runs.setdefault("grep -c", []).append(measure("grep -c", ["grep", "-c", "", str(journal)], lines, size))
+        for tool, extra in FLOORS.items():
+            runs.setdefault(tool, []).append(measure(tool, [sys.executable, str(FLOOR_SCRIPT), str(journal), *extra],
+                                                     lines, size))
         db = scratch / "compare.duckdb"
         db.unlink(missing_ok=True)
         runs.setdefault("logmine ingest", []).append(
@@ -127,7 +135,7 @@ def print_rows(lines: int, results: dict[str, Measurement]) -> None:
         ratio = ""
         if lnav and tool == "logmine ingest":
             ratio = f"{m.seconds / lnav.seconds:>8.2f}{m.cpu_seconds / max(lnav.cpu_seconds, 1e-9):>8.2f}"
-        print(f"{lines:>11,}  {tool:<16}{m.seconds:>8.2f}{m.cpu_seconds:>8.2f}{m.lines_per_s:>12,.0f}"
+        print(f"{lines:>11,}  {tool:<18}{m.seconds:>8.2f}{m.cpu_seconds:>8.2f}{m.lines_per_s:>12,.0f}"
               f"{m.peak_rss_mb:>9.0f}{ratio}")
 
 
@@ -149,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"logmine: {logmine}")
     print(f"lnav: {tool_version([lnav, '-V']) if lnav else 'not installed (skipped)'}; "
           f"grep: {tool_version(['grep', '-V'])}")
-    print(f"\n{'lines':>11}  {'tool':<16}{'wall s':>8}{'CPU s':>8}{'lines/s':>12}{'RSS MB':>9}"
+    print(f"\n{'lines':>11}  {'tool':<18}{'wall s':>8}{'CPU s':>8}{'lines/s':>12}{'RSS MB':>9}"
           f"{'/lnav':>8}{'CPU/':>8}")
     failed = False
     with tempfile.TemporaryDirectory(prefix="logmine-lnav-") as scratch:
