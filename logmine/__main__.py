@@ -11,14 +11,19 @@ from .worker.processes import single_threaded_blas
 
 
 def start() -> None:
-    if sys.argv[1:2] == ["ingest"]:
+    ingest = sys.argv[1:2] == ["ingest"]
+    if ingest:
         from . import interrupts
 
         interrupts.install()  # first: a Ctrl-C while the modules load must not print an import's traceback
     single_threaded_blas()
     from .cli import start as start_cli
 
-    start_cli()
+    try:
+        start_cli()
+    finally:
+        if ingest:
+            interrupts.ignore_from_now()
 
 
 if __name__ == "__main__":

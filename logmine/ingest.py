@@ -442,7 +442,7 @@ def plan_resume(inp: Input, previous: dict | None,
         from_start = done < SNIFF_BYTES and previous["lines_ingested"] < DETECT_LINES
         if same_prefix and check_later and not unchanged and not from_start:
             return done, previous["lines_ingested"] + 1, "grown", PrefixCheck.of(inp, previous)
-        if same_prefix and PrefixCheck.of(inp, previous).kept():
+        if same_prefix and PrefixCheck.kept_now(inp, previous):
             if unchanged:
                 return 0, 1, "unchanged", None
             if from_start:

@@ -33,6 +33,13 @@ def install() -> None:
     signal.signal(signal.SIGINT, _note)
 
 
+def ignore_from_now() -> None:
+    """The command has finished and said so: a Ctrl-C now has nothing left to stop. Ignored, it cannot kill
+    the process while the interpreter tears down, where Python puts back the default handler in place of
+    `_note` (the process died of SIGINT, its database complete, its exit status saying otherwise)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _note(signum: int, frame: object) -> None:
     global _requested
     _requested = True

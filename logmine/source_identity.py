@@ -151,6 +151,13 @@ class PrefixCheck:
         """The check of this input as it is now: the one `start_prefix_checks` started, or a new one."""
         return _started_checks.pop(_check_key(inp, previous), None) or cls(inp, previous)
 
+    @staticmethod
+    def kept_now(inp: Input, previous: dict) -> bool:
+        """The answer at once: that of the check `start_prefix_checks` started, else computed here, with no
+        thread to start and join."""
+        started = _started_checks.pop(_check_key(inp, previous), None)
+        return started.kept() if started else content_kept(inp, previous)
+
     def __init__(self, inp: Input, previous: dict) -> None:
         self._kept: bool | None = None
         self._error: BaseException | None = None

@@ -117,3 +117,23 @@ def test_an_ingest_stopped_at_any_point_leaves_the_database_before_or_complete(
     else:
         assert process.returncode == -signal.SIGKILL
     assert shared_files() <= shared_before
+
+
+
+def test_a_ctrl_c_while_the_interpreter_tears_down_is_ignored(tmp_path: Path) -> None:
+    """Python puts back the default SIGINT handler in place of its own while it tears down: a Ctrl-C then,
+    after the ingest had committed and reported, killed the process (exit -2, no message) with its
+    database complete. Once the command is done, SIGINT is ignored, which Python leaves as it is."""
+    db = tmp_path / "t.duckdb"
+    script = ("import signal, sys\n"
+              f"sys.argv = ['logmine', 'ingest', {str(JOURNAL)!r}, '--db', {str(db)!r}, '--json']\n"
+              "from logmine.__main__ import start\n"
+              "try:\n"
+              "    start()\n"
+              "except SystemExit as done:\n"
+              "    print(done.code, signal.getsignal(signal.SIGINT) is signal.SIG_IGN, file=sys.stderr)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.stderr == "0 True\n"
+    with duckdb.connect(str(db), read_only=True) as con:
+        stored = con.execute("SELECT count(*) FROM lines").fetchone()[0]
+    assert stored == len(JOURNAL.read_bytes().splitlines())
