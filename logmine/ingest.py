@@ -61,7 +61,7 @@ from .store import (
     typed_table,
     upsert_source,
 )
-from .worker.parse import WorkerParse
+from .worker.parse import WorkerDied, WorkerParse
 from .worker.processes import WORKER_MIN_BYTES
 
 BATCH_LINES = 50_000
@@ -155,6 +155,8 @@ def failure_line(path: str, exc: Exception) -> str:
     """One line naming the input and why it failed."""
     if isinstance(exc, (InputError, TranscriptUnreadable)):
         return str(exc)
+    if isinstance(exc, WorkerDied):
+        return f"{path}: {exc}"
     if isinstance(exc, OSError) and exc.strerror:
         return f"{path}: cannot read ({exc.strerror})"
     detail = (str(exc).strip().splitlines() or [""])[0]

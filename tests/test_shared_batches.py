@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -19,10 +20,11 @@ from logmine.parsers.envelopes import TimeContext
 
 from logmine import api
 from logmine import ingest as ingest_module
+from logmine.cli import INPUT_FAILED
 from logmine.ingest import WORKER_MIN_BYTES, ParsePlan, parse_batches, typed_batch
 from logmine.scripts import load_script
 from logmine.sources import describe
-from logmine.worker.parse import WorkerParse
+from logmine.worker.parse import WorkerDied, WorkerParse
 from logmine.worker.slots import SharedSlots
 
 from .conftest import REPO
@@ -177,3 +179,61 @@ def test_a_slot_file_left_by_a_killed_ingest_is_swept_by_the_next(tmp_path: Path
     finally:
         orphan.unlink(missing_ok=True)
         mine.unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="module")
+def worker_sized_journal(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A journal large enough to be parsed in the worker process (WORKER_MIN_BYTES)."""
+    journal = tmp_path_factory.mktemp("worker") / "journal.txt"
+    with journal.open("w") as f:
+        for i in range(WORKER_MIN_BYTES // 180 + 1000):
+            f.write(JOURNAL_LINE.format(s=i % 60, n=i) + "\n")
+    return journal
+
+
+def _exits_at_once(plan: object) -> Iterator[object]:
+    os._exit(3)
+    yield plan
+
+
+def test_a_worker_gone_without_a_word_is_reported_not_waited_for() -> None:
+    worker = WorkerParse(None, _exits_at_once, functools.partial(typed_batch, stats=True))
+    with contextlib.closing(worker), pytest.raises(WorkerDied, match="exited with status 3 before it finished"):
+        next(iter(worker))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_an_ingest_whose_worker_is_killed_fails_that_input_in_one_line(tmp_path: Path,
+                                                                       worker_sized_journal: Path) -> None:
+    ingest = subprocess.Popen([sys.executable, "-m", "logmine", "ingest", str(worker_sized_journal), "--db",
+                               str(tmp_path / "t.duckdb"), "--json"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    workers: list[int] = []
+    while not workers and time.monotonic() < deadline and ingest.poll() is None:
+        time.sleep(0.05)
+        workers = _parse_workers(ingest.pid)
+    assert workers, "the worker process did not start"
+    os.kill(workers[0], signal.SIGKILL)
+    _, err = ingest.communicate(timeout=60)
+    assert ingest.returncode == INPUT_FAILED
+    assert err == f"logmine: {worker_sized_journal}: the parse worker process was killed by signal 9 before it " \
+                  "finished\n"
+
+
+@pytest.mark.parametrize("how", ["stdin", "a script without a __name__ guard"])
+def test_a_python_script_ingests_through_the_worker(tmp_path: Path, worker_sized_journal: Path, how: str) -> None:
+    """multiprocessing has a worker run the caller's main script first: a script read from stdin named a
+    file that does not exist, and one without a guard would ingest again; either way the worker died
+    before its first batch and the ingest waited for ever."""
+    db = tmp_path / "t.duckdb"
+    script = ("from logmine import api\n"
+              f"report = api.ingest([{str(worker_sized_journal)!r}], db={str(db)!r}, jobs=2)\n"
+              "print(report.logs.sources[0].lines_read)\n")
+    if how == "stdin":
+        done = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True, timeout=120)
+    else:
+        (tmp_path / "job.py").write_text(script)
+        done = subprocess.run([sys.executable, str(tmp_path / "job.py")], capture_output=True, text=True,
+                              timeout=120)
+    assert (done.stdout, done.returncode) == (f"{WORKER_MIN_BYTES // 180 + 1000}\n", 0), done.stderr

@@ -15,7 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from .processes import tune_for_ingest, worker_context
+from .processes import caller_main_hidden, tune_for_ingest, worker_context
 from .slots import SharedSlots
 
 WORKER_QUEUE = 2  # batches parsed ahead of the main process
@@ -47,14 +47,15 @@ class WorkerParse:
                                         daemon=True)
         self._finished = False
         try:
-            self._process.start()
+            with caller_main_hidden():
+                self._process.start()
         except BaseException:
             self.close()
             raise
 
     def __iter__(self) -> Iterator[Any]:
         while not self._finished:
-            item = self._queue.get()
+            item = self._next_item()
             if isinstance(item, BaseException):
                 raise item
             parsed, layout = item
@@ -64,6 +65,20 @@ class WorkerParse:
             yield parsed
             if layout is not None and not self._finished:
                 self._free.put(layout.slot)
+
+    def _next_item(self) -> Any:
+        """The worker's next batch or error; `WorkerDied` if it is gone without sending one (killed, out
+        of memory, or it failed to start), where waiting for it would wait for ever."""
+        while True:
+            try:
+                return self._queue.get(timeout=1)
+            except queue_errors.Empty:
+                if self._process.is_alive():
+                    continue
+            try:  # what it sent before it ended is in the pipe already
+                return self._queue.get(timeout=0.5)
+            except queue_errors.Empty:
+                raise WorkerDied(self._process.exitcode) from None
 
     def close(self) -> None:
         if not self._finished and self._process.pid is not None:  # its batches are not wanted
@@ -75,6 +90,15 @@ class WorkerParse:
         if self._slots:
             self._slots.remove()
             self._slots = None
+
+
+class WorkerDied(RuntimeError):
+    """The parse worker ended without sending its next batch."""
+
+    def __init__(self, exitcode: int | None) -> None:
+        how = f"was killed by signal {-exitcode}" if exitcode is not None and exitcode < 0 else \
+            f"exited with status {exitcode}"
+        super().__init__(f"the parse worker process {how} before it finished")
 
 
 def _parse_worker(plan: object, parse: Callable[[Any], Iterator[Any]], finish_typing: Callable[[Tables], Tables],

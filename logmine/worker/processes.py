@@ -14,6 +14,7 @@ This module imports nothing heavy, so that starting the server early costs the c
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import multiprocessing
@@ -21,6 +22,8 @@ import os
 import signal
 import sys
 import threading
+import types
+from collections.abc import Iterator
 from multiprocessing.context import BaseContext
 
 PRELOAD = ["logmine.ingest"]
@@ -38,6 +41,20 @@ def worker_context() -> BaseContext:
     context.set_forkserver_preload(PRELOAD)
     _ensure_server()
     return context
+
+
+@contextlib.contextmanager
+def caller_main_hidden() -> Iterator[None]:
+    """While a worker starts, hide the caller's main module from multiprocessing, which would have the
+    worker run that script again first: all of a script that calls `api.ingest` without a `__name__`
+    guard, and, for a script read from stdin (`python - < job.py`), a file named `<stdin>` that does not
+    exist, which killed the worker before its first batch. A parse worker needs nothing from it."""
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
 
 
 def start_early() -> None:
