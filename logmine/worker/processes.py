@@ -26,7 +26,7 @@ import types
 from collections.abc import Iterator
 from multiprocessing.context import BaseContext
 
-PRELOAD = ["logmine.ingest"]
+PRELOAD = ["logmine.worker.preload"]  # the parser, without pandas
 # Inputs with this much left to read are parsed in a worker process; less is not worth starting one.
 WORKER_MIN_BYTES = 32 << 20
 M_TRIM_THRESHOLD = -1  # glibc's mallopt parameters
