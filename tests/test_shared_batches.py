@@ -217,8 +217,8 @@ def test_an_ingest_whose_worker_is_killed_fails_that_input_in_one_line(tmp_path:
     os.kill(workers[0], signal.SIGKILL)
     _, err = ingest.communicate(timeout=60)
     assert ingest.returncode == INPUT_FAILED
-    assert err == f"logmine: {worker_sized_journal}: the parse worker process was killed by signal 9 before it " \
-                  "finished\n"
+    assert err == f"logmine: {worker_sized_journal}: the parse worker process was killed by SIGKILL (as by the " \
+                  "out-of-memory killer) before it finished\n"
 
 
 @pytest.mark.parametrize("how", ["stdin", "a script without a __name__ guard"])

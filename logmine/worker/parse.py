@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import queue as queue_errors
+import signal
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -96,8 +97,14 @@ class WorkerDied(RuntimeError):
     """The parse worker ended without sending its next batch."""
 
     def __init__(self, exitcode: int | None) -> None:
-        how = f"was killed by signal {-exitcode}" if exitcode is not None and exitcode < 0 else \
-            f"exited with status {exitcode}"
+        if exitcode is not None and exitcode < 0:
+            try:
+                name = signal.Signals(-exitcode).name
+            except ValueError:
+                name = f"signal {-exitcode}"
+            how = f"was killed by {name}" + (" (as by the out-of-memory killer)" if name == "SIGKILL" else "")
+        else:
+            how = f"exited with status {exitcode}"
         super().__init__(f"the parse worker process {how} before it finished")
 
 
