@@ -121,22 +121,34 @@ def _parse_workers(pid: int) -> list[int]:
     return workers
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_a_killed_ingest_leaves_no_worker_and_no_shared_file(tmp_path: Path) -> None:
-    journal = tmp_path / "journal.txt"
-    with journal.open("w") as f:  # large enough for the worker process (WORKER_MIN_BYTES)
+@pytest.fixture(scope="module")
+def worker_sized_journal(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A journal large enough to be parsed in the worker process (WORKER_MIN_BYTES)."""
+    journal = tmp_path_factory.mktemp("worker") / "journal.txt"
+    with journal.open("w") as f:
         for i in range(WORKER_MIN_BYTES // 180 + 1000):
             f.write(JOURNAL_LINE.format(s=i % 60, n=i) + "\n")
-    ingest = subprocess.Popen([sys.executable, "-m", "logmine", "ingest", str(journal), "--db",
-                               str(tmp_path / "t.duckdb"), "--json"], stdout=subprocess.DEVNULL)
+    return journal
+
+
+def _ingest_with_worker(journal: Path, db: Path) -> tuple[subprocess.Popen, list[int]]:
+    """`logmine ingest` started on `journal`, once its parse worker runs: (the ingest, its workers)."""
+    ingest = subprocess.Popen([sys.executable, "-m", "logmine", "ingest", str(journal), "--db", str(db), "--json"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
     workers: list[int] = []
     while not workers and time.monotonic() < deadline and ingest.poll() is None:
-        time.sleep(0.1)
+        time.sleep(0.05)
         workers = _parse_workers(ingest.pid)
     assert workers, "the worker process did not start"
+    return ingest, workers
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_killed_ingest_leaves_no_worker_and_no_shared_file(tmp_path: Path, worker_sized_journal: Path) -> None:
+    ingest, workers = _ingest_with_worker(worker_sized_journal, tmp_path / "t.duckdb")
     ingest.send_signal(signal.SIGKILL)
-    ingest.wait()
+    ingest.communicate()
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in workers):
         time.sleep(0.2)
@@ -181,16 +193,6 @@ def test_a_slot_file_left_by_a_killed_ingest_is_swept_by_the_next(tmp_path: Path
         mine.unlink(missing_ok=True)
 
 
-@pytest.fixture(scope="module")
-def worker_sized_journal(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A journal large enough to be parsed in the worker process (WORKER_MIN_BYTES)."""
-    journal = tmp_path_factory.mktemp("worker") / "journal.txt"
-    with journal.open("w") as f:
-        for i in range(WORKER_MIN_BYTES // 180 + 1000):
-            f.write(JOURNAL_LINE.format(s=i % 60, n=i) + "\n")
-    return journal
-
-
 def _exits_at_once(plan: object) -> Iterator[object]:
     os._exit(3)
     yield plan
@@ -205,15 +207,7 @@ def test_a_worker_gone_without_a_word_is_reported_not_waited_for() -> None:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_an_ingest_whose_worker_is_killed_fails_that_input_in_one_line(tmp_path: Path,
                                                                        worker_sized_journal: Path) -> None:
-    ingest = subprocess.Popen([sys.executable, "-m", "logmine", "ingest", str(worker_sized_journal), "--db",
-                               str(tmp_path / "t.duckdb"), "--json"], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 30
-    workers: list[int] = []
-    while not workers and time.monotonic() < deadline and ingest.poll() is None:
-        time.sleep(0.05)
-        workers = _parse_workers(ingest.pid)
-    assert workers, "the worker process did not start"
+    ingest, workers = _ingest_with_worker(worker_sized_journal, tmp_path / "t.duckdb")
     os.kill(workers[0], signal.SIGKILL)
     _, err = ingest.communicate(timeout=60)
     assert ingest.returncode == INPUT_FAILED
