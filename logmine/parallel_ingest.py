@@ -20,11 +20,15 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .worker.processes import caller_main_hidden, worker_context
+
 if TYPE_CHECKING:
+    from concurrent.futures import Executor, Future
+
     import duckdb
 
     from .ingest import IngestReport, Progress, SourceReport
@@ -111,16 +115,30 @@ def _pool(jobs: int, tasks: int) -> Iterator[object]:
     says so, where a plain pool would start another one forever)."""
     from concurrent.futures import ProcessPoolExecutor
 
-    from .worker.processes import worker_context
-
     if tasks == 0:
         yield _NoPool()
         return
     pool = ProcessPoolExecutor(max_workers=max(1, min(jobs, tasks)), mp_context=worker_context())
     try:
-        yield pool
+        yield _MainHiddenPool(pool)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _MainHiddenPool:
+    """The executor, whose processes start as tasks are handed out: with the caller's main module hidden
+    (`caller_main_hidden`), or a script read from stdin broke the pool before its first task."""
+
+    def __init__(self, executor: Executor) -> None:
+        self.executor = executor
+
+    def map(self, function: Callable, items: Iterable) -> Iterator:
+        with caller_main_hidden():
+            return self.executor.map(function, items)
+
+    def submit(self, function: Callable, *args: object) -> Future:
+        with caller_main_hidden():
+            return self.executor.submit(function, *args)
 
 
 class _NoPool:

@@ -30,6 +30,7 @@ from logmine.worker.slots import SharedSlots
 from .conftest import REPO
 
 synth = load_script(REPO / "bench" / "synth_journal.py")
+JOURNAL = REPO / "examples" / "demo" / "journal.txt"
 
 JOURNAL_LINE = ("Mar 01 08:19:{s:02d} gpu-node-7 python3[266172]: [2026-03-01 08:19:{s:02d} TP0] Decode batch, "
                 "#running-req: 1, #token: {n}, token usage: 0.00, cuda graph: True, gen throughput (token/s): "
@@ -215,19 +216,23 @@ def test_an_ingest_whose_worker_is_killed_fails_that_input_in_one_line(tmp_path:
                   "out-of-memory killer) before it finished\n"
 
 
-@pytest.mark.parametrize("how", ["stdin", "a script without a __name__ guard"])
-def test_a_python_script_ingests_through_the_worker(tmp_path: Path, worker_sized_journal: Path, how: str) -> None:
+@pytest.mark.parametrize("how, jobs", [("stdin", 2), ("a script without a __name__ guard", 2), ("stdin", 3)])
+def test_a_python_script_ingests_through_the_worker(tmp_path: Path, worker_sized_journal: Path, how: str,
+                                                    jobs: int) -> None:
     """multiprocessing has a worker run the caller's main script first: a script read from stdin named a
     file that does not exist, and one without a guard would ingest again; either way the worker died
-    before its first batch and the ingest waited for ever."""
+    before its first batch and the ingest waited for ever (`--jobs 2`'s worker) or failed with a traceback
+    (the pool of `--jobs 3`, here over two files)."""
     db = tmp_path / "t.duckdb"
+    paths = [str(worker_sized_journal)] + ([str(JOURNAL)] if jobs > 2 else [])
     script = ("from logmine import api\n"
-              f"report = api.ingest([{str(worker_sized_journal)!r}], db={str(db)!r}, jobs=2)\n"
-              "print(report.logs.sources[0].lines_read)\n")
+              f"report = api.ingest({paths!r}, db={str(db)!r}, jobs={jobs})\n"
+              "print(sum(source.lines_read for source in report.logs.sources), report.logs.failed)\n")
     if how == "stdin":
         done = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True, timeout=120)
     else:
         (tmp_path / "job.py").write_text(script)
         done = subprocess.run([sys.executable, str(tmp_path / "job.py")], capture_output=True, text=True,
                               timeout=120)
-    assert (done.stdout, done.returncode) == (f"{WORKER_MIN_BYTES // 180 + 1000}\n", 0), done.stderr
+    lines = WORKER_MIN_BYTES // 180 + 1000 + (len(JOURNAL.read_bytes().splitlines()) if jobs > 2 else 0)
+    assert (done.stdout, done.returncode) == (f"{lines} []\n", 0), done.stderr
