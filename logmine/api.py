@@ -230,9 +230,10 @@ def query(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> pd.Dat
     return named_queries.execute(con, name, **check_selection(con, **params))
 
 
-def query_rows(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> Rows:
-    """`query` as plain Python rows (no pandas): what the CLI prints."""
-    return named_queries.fetch(con, named_queries.text(name), **check_selection(con, **params))
+def query_rows(con: duckdb.DuckDBPyConnection, name: str, *, at_most: int | None = None, **params: object) -> Rows:
+    """`query` as plain Python rows (no pandas): what the CLI prints. With `at_most`, only the first rows
+    of a longer result are fetched, and `total` says how many it has."""
+    return named_queries.fetch(con, named_queries.text(name), at_most=at_most, **check_selection(con, **params))
 
 
 def sql(con: duckdb.DuckDBPyConnection, statement: str, **params: object) -> pd.DataFrame:
@@ -240,9 +241,10 @@ def sql(con: duckdb.DuckDBPyConnection, statement: str, **params: object) -> pd.
     return named_queries.execute_sql(con, statement, **params)
 
 
-def sql_rows(con: duckdb.DuckDBPyConnection, statement: str, **params: object) -> Rows:
-    """`sql` as plain Python rows (no pandas)."""
-    return named_queries.fetch(con, statement, **params)
+def sql_rows(con: duckdb.DuckDBPyConnection, statement: str, *, at_most: int | None = None,
+             **params: object) -> Rows:
+    """`sql` as plain Python rows (no pandas); `at_most` as for `query_rows`."""
+    return named_queries.fetch(con, statement, at_most=at_most, **params)
 
 
 def check_selection(con: duckdb.DuckDBPyConnection, **params: object) -> dict[str, object]:

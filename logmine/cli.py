@@ -16,7 +16,7 @@ import click
 
 from . import api, interrupts, named_queries
 from .render import FORMATS as OUTPUT_FORMATS
-from .render import Rows, clip, render, visible
+from .render import TABLE_MAX_ROWS, Rows, clip, render, visible
 from .store import DEFAULT_DB
 from .terminal import emit
 
@@ -46,6 +46,11 @@ def output_options(command: Callable) -> Callable:
                            help="Only these columns, in this order (`all`: every column).")(command)
     return click.option("--format", "fmt", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True,
                         help="table: what fits the terminal; the others give every column and row.")(command)
+
+
+def shown_rows(fmt: str) -> int | None:
+    """How many rows of a result the output needs: a table shows the first ones, the other formats all."""
+    return TABLE_MAX_ROWS if fmt == "table" else None
 
 
 def show(data: Rows | pd.DataFrame, fmt: str, columns: str | None, no_pager: bool,
@@ -206,7 +211,7 @@ def query_command(db: str, name: str, fmt: str, columns: str | None, no_pager: b
                   **params: object) -> None:
     keys = named_queries.key_columns(name)  # first, so that an unknown name fails before the database opens
     with api.open_data(data) if data else api.open_db(db) as con:
-        rows = api.query_rows(con, name, **params)
+        rows = api.query_rows(con, name, at_most=shown_rows(fmt), **params)
     show(rows, fmt, columns, no_pager, keys)
 
 
@@ -241,7 +246,7 @@ def tables(db: str, fmt: str, columns: str | None, no_pager: bool) -> None:
 def sql(statement: str, db: str, fmt: str, columns: str | None, no_pager: bool) -> None:
     """Run any SQL over the logmine tables (`logmine tables` lists them)."""
     with api.open_db(db) as con:
-        rows = api.sql_rows(con, statement)
+        rows = api.sql_rows(con, statement, at_most=shown_rows(fmt))
     show(rows, fmt, columns, no_pager)
 
 

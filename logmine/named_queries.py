@@ -73,8 +73,17 @@ def execute_sql(con: duckdb.DuckDBPyConnection, sql: str, **params: object) -> p
     return df
 
 
-def fetch(con: duckdb.DuckDBPyConnection, sql: str, **params: object) -> Rows:
-    """`execute_sql` as plain Python rows, without pandas (whose import would double a command's time)."""
+def fetch(con: duckdb.DuckDBPyConnection, sql: str, *, at_most: int | None = None, **params: object) -> Rows:
+    """`execute_sql` as plain Python rows, without pandas (whose import would double a command's time).
+
+    With `at_most`, a result of more rows is counted by DuckDB and only its first `at_most` rows are
+    fetched (`Rows.total` says how many it has): what a terminal table shows. Made into Python objects
+    whole, the 2M-row timeline of a 2M-line journal took 15 s and 2 GB for a table of 1,000 rows.
+    """
+    if at_most is not None:
+        first = _first_rows(con, sql, at_most, params)
+        if first is not None:
+            return first
     result, json_columns = _execute(con, sql, params)
     if result.description is None:  # a statement that returns nothing
         return Rows([], [])
@@ -84,6 +93,32 @@ def fetch(con: duckdb.DuckDBPyConnection, sql: str, **params: object) -> Rows:
         positions = [columns.index(c) for c in json_columns]
         rows = [tuple(_json_value(v) if i in positions else v for i, v in enumerate(row)) for row in rows]
     return Rows(columns, rows)
+
+
+def _first_rows(con: duckdb.DuckDBPyConnection, sql: str, at_most: int, params: dict[str, object]) -> Rows | None:
+    """The first `at_most` rows of a longer result, and its count; None when the result is no longer, or
+    when the statement is not a query that can be read as a subquery (then it runs as it is)."""
+    import duckdb
+
+    inner = _as_subquery(sql)
+    try:
+        total = _execute(con, f"SELECT count(*) FROM (\n{inner}\n)", params)[0].fetchone()[0]
+    except duckdb.Error:
+        return None
+    if total <= at_most:
+        return None
+    first = fetch(con, f"SELECT * FROM (\n{inner}\n) LIMIT {int(at_most)}", **params)
+    return Rows(first.columns, first.rows, total=total)
+
+
+def _as_subquery(sql: str) -> str:
+    """The statement without its closing `;` (and the comments after it), to be put in parentheses."""
+    lines = sql.strip().splitlines()
+    while lines and (not lines[-1].strip() or lines[-1].lstrip().startswith("--")):
+        lines.pop()
+    if lines:
+        lines[-1] = lines[-1].rstrip().removesuffix(";")
+    return "\n".join(lines)
 
 
 def _execute(con: duckdb.DuckDBPyConnection, sql: str,

@@ -44,6 +44,11 @@ class Rows:
 
     columns: list[str]
     rows: list[tuple]
+    total: int | None = None  # the rows of the whole result, when `rows` holds only the first ones
+
+    @property
+    def count(self) -> int:
+        return len(self.rows) if self.total is None else self.total
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -167,7 +172,7 @@ def select(result: Rows, columns: Sequence[str]) -> Rows:
     if unknown:
         raise LookupError(f"no column {', '.join(unknown)}; the columns are: {', '.join(result.columns)}")
     positions = [result.columns.index(c) for c in columns]
-    return Rows(list(columns), [tuple(row[i] for i in positions) for row in result.rows])
+    return Rows(list(columns), [tuple(row[i] for i in positions) for row in result.rows], result.total)
 
 
 def delimited(result: Rows, fmt: str) -> str:
@@ -274,8 +279,8 @@ def expanded(columns: Sequence[str], texts: dict[str, list[str]], n_rows: int, w
 def finish(lines: list[str], result: Rows, shown: Sequence[str], width: int | None) -> str:
     """The table's lines, then what was left out: rows beyond TABLE_MAX_ROWS and columns not shown."""
     notes = []
-    if len(result.rows) > TABLE_MAX_ROWS:
-        notes.append(f"… {len(result.rows) - TABLE_MAX_ROWS:,} more rows of {len(result.rows):,}: "
+    if result.count > TABLE_MAX_ROWS:
+        notes.append(f"… {result.count - TABLE_MAX_ROWS:,} more rows of {result.count:,}: "
                      "--format csv, tsv, json or markdown gives them all")
     hidden = [c for c in result.columns if c not in shown]
     if hidden:
