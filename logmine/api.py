@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from . import named_queries
 from .render import (
+    RowChunks,
     Rows,
     render,  # noqa: F401 - part of the public API
     shortest_unique_suffixes,
@@ -236,6 +237,11 @@ def query_rows(con: duckdb.DuckDBPyConnection, name: str, *, at_most: int | None
     return named_queries.fetch(con, named_queries.text(name), at_most=at_most, **check_selection(con, **params))
 
 
+def query_chunks(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> RowChunks:
+    """`query_rows` a few thousand rows at a time, fetched as they are read: for writing a large result."""
+    return named_queries.fetch_chunks(con, named_queries.text(name), **check_selection(con, **params))
+
+
 def sql(con: duckdb.DuckDBPyConnection, statement: str, **params: object) -> pd.DataFrame:
     """Any SQL statement over the logmine tables; `$name` parameters are bound from `params`."""
     return named_queries.execute_sql(con, statement, **params)
@@ -245,6 +251,11 @@ def sql_rows(con: duckdb.DuckDBPyConnection, statement: str, *, at_most: int | N
              **params: object) -> Rows:
     """`sql` as plain Python rows (no pandas); `at_most` as for `query_rows`."""
     return named_queries.fetch(con, statement, at_most=at_most, **params)
+
+
+def sql_chunks(con: duckdb.DuckDBPyConnection, statement: str, **params: object) -> RowChunks:
+    """`sql_rows` a few thousand rows at a time, as `query_chunks`."""
+    return named_queries.fetch_chunks(con, statement, **params)
 
 
 def check_selection(con: duckdb.DuckDBPyConnection, **params: object) -> dict[str, object]:

@@ -16,9 +16,9 @@ import click
 
 from . import api, interrupts, named_queries
 from .render import FORMATS as OUTPUT_FORMATS
-from .render import TABLE_MAX_ROWS, Rows, clip, render, visible
+from .render import TABLE_MAX_ROWS, RowChunks, Rows, clip, render, render_pieces, select_chunks, visible
 from .store import DEFAULT_DB
-from .terminal import emit
+from .terminal import emit, emit_pieces
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -48,14 +48,14 @@ def output_options(command: Callable) -> Callable:
                         help="table: what fits the terminal; the others give every column and row.")(command)
 
 
-def shown_rows(fmt: str) -> int | None:
-    """How many rows of a result the output needs: a table shows the first ones, the other formats all."""
-    return TABLE_MAX_ROWS if fmt == "table" else None
-
-
-def show(data: Rows | pd.DataFrame, fmt: str, columns: str | None, no_pager: bool,
+def show(data: Rows | RowChunks | pd.DataFrame, fmt: str, columns: str | None, no_pager: bool,
          key_columns: Sequence[str] = ()) -> None:
+    """Print a result: a table fitted to the terminal, or every row in `fmt`, written as it is read when
+    the result comes in chunks."""
     picked = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
+    if isinstance(data, RowChunks):
+        emit_pieces(render_pieces(select_chunks(data, picked) if picked else data, fmt))
+        return
     emit(render(data, fmt, columns=picked, key_columns=key_columns), pager=fmt == "table" and not no_pager)
 
 
@@ -211,8 +211,10 @@ def query_command(db: str, name: str, fmt: str, columns: str | None, no_pager: b
                   **params: object) -> None:
     keys = named_queries.key_columns(name)  # first, so that an unknown name fails before the database opens
     with api.open_data(data) if data else api.open_db(db) as con:
-        rows = api.query_rows(con, name, at_most=shown_rows(fmt), **params)
-    show(rows, fmt, columns, no_pager, keys)
+        if fmt == "table":
+            show(api.query_rows(con, name, at_most=TABLE_MAX_ROWS, **params), fmt, columns, no_pager, keys)
+        else:  # written as it is read, while the database is open
+            show(api.query_chunks(con, name, **params), fmt, columns, no_pager, keys)
 
 
 @main.command()
@@ -246,8 +248,10 @@ def tables(db: str, fmt: str, columns: str | None, no_pager: bool) -> None:
 def sql(statement: str, db: str, fmt: str, columns: str | None, no_pager: bool) -> None:
     """Run any SQL over the logmine tables (`logmine tables` lists them)."""
     with api.open_db(db) as con:
-        rows = api.sql_rows(con, statement, at_most=shown_rows(fmt))
-    show(rows, fmt, columns, no_pager)
+        if fmt == "table":
+            show(api.sql_rows(con, statement, at_most=TABLE_MAX_ROWS), fmt, columns, no_pager)
+        else:
+            show(api.sql_chunks(con, statement), fmt, columns, no_pager)
 
 
 @main.command()

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from importlib import resources
 from typing import TYPE_CHECKING
 
-from .render import Rows
+from .render import RowChunks, Rows
 
 if TYPE_CHECKING:
     import duckdb
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 
 PARAMETER = re.compile(r"\$([a-z_]+)")
 KEY_COLUMNS = re.compile(r"^-- Columns:(.*)$", re.MULTILINE)
+CHUNK_ROWS = 10_000  # rows fetched at a time when a result is written as it is read
 
 
 def names() -> list[str]:
@@ -84,15 +86,29 @@ def fetch(con: duckdb.DuckDBPyConnection, sql: str, *, at_most: int | None = Non
         first = _first_rows(con, sql, at_most, params)
         if first is not None:
             return first
+    found = fetch_chunks(con, sql, rows_per_chunk=None, **params)
+    return Rows(found.columns, [row for rows in found.chunks for row in rows])
+
+
+def fetch_chunks(con: duckdb.DuckDBPyConnection, sql: str, *, rows_per_chunk: int | None = CHUNK_ROWS,
+                 **params: object) -> RowChunks:
+    """`fetch` as lists of `rows_per_chunk` rows, fetched as they are read (None: all rows in one list),
+    so that writing a result of millions of rows never holds it whole."""
     result, json_columns = _execute(con, sql, params)
     if result.description is None:  # a statement that returns nothing
-        return Rows([], [])
+        return RowChunks([], iter(()))
     columns = [d[0] for d in result.description]
-    rows = result.fetchall()
-    if json_columns:
-        positions = [columns.index(c) for c in json_columns]
-        rows = [tuple(_json_value(v) if i in positions else v for i, v in enumerate(row)) for row in rows]
-    return Rows(columns, rows)
+    positions = {columns.index(c) for c in json_columns}
+
+    def chunks() -> Iterator[list[tuple]]:
+        while rows := (result.fetchall() if rows_per_chunk is None else result.fetchmany(rows_per_chunk)):
+            if positions:
+                rows = [tuple(_json_value(v) if i in positions else v for i, v in enumerate(row)) for row in rows]
+            yield rows
+            if rows_per_chunk is None:
+                return
+
+    return RowChunks(columns, chunks())
 
 
 def _first_rows(con: duckdb.DuckDBPyConnection, sql: str, at_most: int, params: dict[str, object]) -> Rows | None:

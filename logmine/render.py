@@ -16,7 +16,7 @@ import shutil
 import sys
 import textwrap
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time
 from decimal import Decimal
@@ -59,6 +59,15 @@ class Rows:
         return pd.DataFrame(self.rows, columns=self.columns)
 
 
+@dataclass
+class RowChunks:
+    """A query result as column names and its rows in lists of a few thousand, read as they are written:
+    the formats that give every row write a result of millions of rows without holding it whole."""
+
+    columns: list[str]
+    chunks: Iterator[list[tuple]]
+
+
 def as_rows(data: pd.DataFrame | Rows) -> Rows:
     if isinstance(data, Rows):
         return data
@@ -88,7 +97,11 @@ def plain_value(value: object) -> object:
 
 def records(data: pd.DataFrame | Rows) -> list[dict]:
     result = as_rows(data)
-    return [{col: plain_value(val) for col, val in zip(result.columns, row, strict=True)} for row in result.rows]
+    return [_record(result.columns, row) for row in result.rows]
+
+
+def _record(columns: Sequence[str], row: tuple) -> dict:
+    return {col: plain_value(val) for col, val in zip(columns, row, strict=True)}
 
 
 # Characters that act on a terminal rather than show (C0 controls, DEL, C1 controls: OSC 52 writes the
@@ -152,42 +165,77 @@ def render(data: pd.DataFrame | Rows, fmt: str = "table", width: int | None = No
     if columns:
         result = result if list(columns) == ["all"] else select(result, columns)
         key_columns = result.columns  # what was asked for is shown, as records if it does not fit
-    if fmt == "json":
-        return json.dumps(records(result), indent=2, default=str)
-    if fmt in ("csv", "tsv"):
-        return delimited(result, fmt)
-    if fmt == "markdown":
-        header = "| " + " | ".join(result.columns) + " |"
-        rule = "|" + "|".join("---" for _ in result.columns) + "|"
-        lines = ["| " + " | ".join(cell(v).replace("|", "\\|").replace("\n", "<br>") for v in row) + " |"
-                 for row in result.rows]
-        return "\n".join([header, rule, *lines])
+    if fmt != "table":
+        return "".join(render_pieces(RowChunks(result.columns, iter([result.rows])), fmt))
     if width is None and sys.stdout.isatty():
         width = shutil.get_terminal_size().columns
     return terminal_table(result, width, key_columns=key_columns)
 
 
 def select(result: Rows, columns: Sequence[str]) -> Rows:
-    unknown = [c for c in columns if c not in result.columns]
-    if unknown:
-        raise LookupError(f"no column {', '.join(unknown)}; the columns are: {', '.join(result.columns)}")
-    positions = [result.columns.index(c) for c in columns]
+    positions = _positions(result.columns, columns)
     return Rows(list(columns), [tuple(row[i] for i in positions) for row in result.rows], result.total)
 
 
-def delimited(result: Rows, fmt: str) -> str:
-    buffer = io.StringIO()
-    if fmt == "csv":
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(result.columns)
-        writer.writerows([exact_cell(v) for v in row] for row in result.rows)
-        return buffer.getvalue().removesuffix("\n")
-    # TSV as `cut` and `sort` read it: one line per row, tabs and newlines in values escaped.
-    def field(value: object) -> str:
-        return exact_cell(value).replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+def select_chunks(result: RowChunks, columns: Sequence[str]) -> RowChunks:
+    """`select` for a result read chunk by chunk (`["all"]`: every column)."""
+    if list(columns) == ["all"]:
+        return result
+    positions = _positions(result.columns, columns)
+    return RowChunks(list(columns), ([tuple(row[i] for i in positions) for row in rows] for rows in result.chunks))
 
-    lines = ["\t".join(result.columns)] + ["\t".join(field(v) for v in row) for row in result.rows]
-    return "\n".join(lines)
+
+def _positions(have: Sequence[str], wanted: Sequence[str]) -> list[int]:
+    unknown = [c for c in wanted if c not in have]
+    if unknown:
+        raise LookupError(f"no column {', '.join(unknown)}; the columns are: {', '.join(have)}")
+    return [list(have).index(c) for c in wanted]
+
+
+def render_pieces(result: RowChunks, fmt: str) -> Iterator[str]:
+    """`result` in a format that gives every row (csv, tsv, json, markdown), a piece per chunk of rows as
+    the chunks are read: joined, the pieces are `render`'s text."""
+    if fmt == "json":
+        yield from _json_pieces(result)
+        return
+    if fmt == "csv":
+        yield _csv_text([result.columns])
+        lines = (_csv_text([[exact_cell(v) for v in row] for row in rows]) for rows in result.chunks if rows)
+    elif fmt == "tsv":  # as `cut` and `sort` read it: one line per row, tabs and newlines in values escaped
+        yield "\t".join(result.columns)
+        lines = ("\n".join("\t".join(map(_tsv_field, row)) for row in rows) for rows in result.chunks if rows)
+    elif fmt == "markdown":
+        yield "| " + " | ".join(result.columns) + " |\n|" + "|".join("---" for _ in result.columns) + "|"
+        lines = ("\n".join("| " + " | ".join(cell(v).replace("|", "\\|").replace("\n", "<br>") for v in row) + " |"
+                           for row in rows) for rows in result.chunks if rows)
+    else:
+        raise ValueError(f"{fmt}: not a format that gives every row")
+    for text in lines:  # a row may be an empty line (one empty value in TSV): chunks, not texts, are skipped
+        yield "\n" + text
+
+
+def _csv_text(rows: list[Sequence[object]]) -> str:
+    """CSV lines (a quoted value may hold newlines), without the last line's end."""
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(rows)
+    return buffer.getvalue().removesuffix("\n")
+
+
+def _tsv_field(value: object) -> str:
+    return exact_cell(value).replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+
+
+def _json_pieces(result: RowChunks) -> Iterator[str]:
+    """`json.dumps(records, indent=2)`, a chunk of records at a time."""
+    first = True
+    for rows in result.chunks:
+        texts = []
+        for row in rows:
+            text = json.dumps(_record(result.columns, row), indent=2, default=str).replace("\n", "\n  ")
+            texts.append(("[\n  " if first else ",\n  ") + text)
+            first = False
+        yield "".join(texts)
+    yield "[]" if first else "\n]"
 
 
 def terminal_table(result: Rows, width: int | None, key_columns: Sequence[str] = ()) -> str:

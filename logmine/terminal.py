@@ -7,6 +7,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterable
 
 import click
 
@@ -28,6 +29,19 @@ def emit(text: str, pager: bool = True) -> None:
             page(command, text)
             return
     click.echo(text)
+
+
+def emit_pieces(pieces: Iterable[str]) -> None:
+    """Print text given piece by piece as it is made (a large CSV or JSON result), without a pager; a
+    reader that stops early (`| head`) ends the command quietly, as it would a program killed by SIGPIPE."""
+    shown = sys.stdout.isatty()
+    try:
+        for piece in pieces:
+            click.echo(visible(piece) if shown else piece, nl=False)
+        click.echo()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing more reaches the closed pipe
+        sys.exit(141)
 
 
 def page(command: list[str], text: str) -> None:
