@@ -238,7 +238,8 @@ def query_rows(con: duckdb.DuckDBPyConnection, name: str, *, at_most: int | None
 
 
 def query_chunks(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> RowChunks:
-    """`query_rows` a few thousand rows at a time, fetched as they are read: for writing a large result."""
+    """`query_rows` a few thousand rows at a time, fetched as they are read (so while `con` is open): for
+    writing a large result without holding it whole."""
     return named_queries.fetch_chunks(con, named_queries.text(name), **check_selection(con, **params))
 
 
