@@ -76,6 +76,9 @@ def as_rows(data: pd.DataFrame | Rows) -> Rows:
 
 def plain_value(value: object) -> object:
     """A JSON-ready value: timestamps as ISO text without zone, missing values as None, numpy as Python."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:  # most values: first, for 2M-row outputs
+        return value
     if isinstance(value, dict):
         return {k: plain_value(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -136,6 +139,11 @@ def cell(value: object) -> str:
 
 def exact_cell(value: object) -> str:
     """A value for CSV and TSV: complete, nested values as JSON."""
+    kind = type(value)
+    if kind is str:
+        return value
+    if kind is int:
+        return str(value)
     if isinstance(value, datetime) and not _is_missing(value):
         return value.isoformat(sep=" ")  # as SQL spells a timestamp
     value = plain_value(value)
