@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 # A pool process's scratch database keeps this much in memory and spills beyond.
 SCRATCH_MEMORY = "96MB"
+POOL_LOST = "read here: a --jobs pool process was killed (as by the out-of-memory killer)"  # fits 80 columns
 
 
 def ingest_logs_parallel(con: duckdb.DuckDBPyConnection, paths: list[str], jobs: int, envelope: str | None = None,
@@ -66,9 +67,13 @@ def ingest_logs_parallel(con: duckdb.DuckDBPyConnection, paths: list[str], jobs:
             for path in paths:
                 interrupts.check()
                 resolved = str(Path(path).resolve()) if path != "-" else path
-                if path in pooled and pooled.index(path) in remaining:
+                found = None
+                lost = path in pooled and pooled.index(path) in remaining  # until its parse is found
+                if lost:
                     remaining.discard(pooled.index(path))
-                    source, failure = next(parsed)
+                    found = _next_parse(parsed)
+                if found is not None:
+                    source, failure = found
                     if source and same_content(con, describe_input(path)):
                         # A copy or continuation of a source stored before it: the serial code says which.
                         report.sources.append(ingest_log(con, describe_input(path), envelope, progress, redact))
@@ -84,6 +89,8 @@ def ingest_logs_parallel(con: duckdb.DuckDBPyConnection, paths: list[str], jobs:
                         if path in cut else None
                     report.sources.append(by_ranges or ingest_log(con, describe_input(path), envelope, progress,
                                                                   redact))
+                    if lost and report.sources[-1].note is None:  # a copy says so rather
+                        report.sources[-1].note = POOL_LOST
                 except Exception as exc:  # noqa: BLE001 - as ingest_logs: a bad input costs only itself
                     import duckdb
 
@@ -93,6 +100,18 @@ def ingest_logs_parallel(con: duckdb.DuckDBPyConnection, paths: list[str], jobs:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return report
+
+
+def _next_parse(parsed: Iterator[tuple]) -> tuple | None:
+    """The pool's next result; None when a pool process was killed (as by the out-of-memory killer), which
+    breaks the pool: that input and the ones after it are then read in this process (the results end with
+    the error, so the later ones find none)."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        return next(parsed)
+    except (BrokenProcessPool, StopIteration):
+        return None
 
 
 def worth_a_pool(paths: list[str]) -> bool:

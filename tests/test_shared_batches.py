@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+import json
 import os
 import signal
 import subprocess
@@ -22,6 +23,7 @@ from logmine import api
 from logmine import ingest as ingest_module
 from logmine.cli import INPUT_FAILED
 from logmine.ingest import WORKER_MIN_BYTES, ParsePlan, parse_batches, typed_batch
+from logmine.parallel_ingest import POOL_LOST
 from logmine.scripts import load_script
 from logmine.sources import describe
 from logmine.worker.parse import WorkerDied, WorkerParse
@@ -132,10 +134,10 @@ def worker_sized_journal(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return journal
 
 
-def _ingest_with_worker(journal: Path, db: Path) -> tuple[subprocess.Popen, list[int]]:
+def _ingest_with_worker(journal: Path, db: Path, *options: str) -> tuple[subprocess.Popen, list[int]]:
     """`logmine ingest` started on `journal`, once its parse worker runs: (the ingest, its workers)."""
-    ingest = subprocess.Popen([sys.executable, "-m", "logmine", "ingest", str(journal), "--db", str(db), "--json"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    ingest = subprocess.Popen([sys.executable, "-m", "logmine", "ingest", str(journal), "--db", str(db), "--json",
+                               *options], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
     workers: list[int] = []
     while not workers and time.monotonic() < deadline and ingest.poll() is None:
@@ -238,3 +240,21 @@ def test_a_python_script_ingests_through_the_worker(tmp_path: Path, worker_sized
                               timeout=120)
     lines = WORKER_MIN_BYTES // 180 + 1000 + (len(JOURNAL.read_bytes().splitlines()) if jobs > 2 else 0)
     assert (done.stdout, done.returncode) == (f"{lines} []\n", 0), done.stderr
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_killed_pool_process_leaves_its_files_to_this_process(tmp_path: Path, worker_sized_journal: Path) -> None:
+    """A `--jobs` pool whose process was killed (the out-of-memory killer, say) is broken for every file it
+    had: they are read in the main process instead, and the summary says so. It ended in a traceback."""
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    for name in ("a.log", "b.log"):
+        with (folder / name).open("w") as out:
+            out.write(worker_sized_journal.read_text() + JOURNAL_LINE.format(s=1, n=len(name)) + f" {name}\n")
+    ingest, workers = _ingest_with_worker(folder, tmp_path / "t.duckdb", "--jobs", "3")
+    os.kill(workers[0], signal.SIGKILL)
+    out, err = ingest.communicate(timeout=120)
+    assert (ingest.returncode, err) == (0, ""), err
+    sources = json.loads(out)["sources"]
+    assert [s["lines_read"] for s in sources] == [WORKER_MIN_BYTES // 180 + 1001] * 2
+    assert POOL_LOST in [s["note"] for s in sources]
