@@ -130,8 +130,8 @@ def _size(path: str) -> int:
 
 @contextlib.contextmanager
 def _pool(jobs: int, tasks: int) -> Iterator[object]:
-    """Processes forked from logmine's preloaded server; a process that dies fails the ingest (an executor
-    says so, where a plain pool would start another one forever)."""
+    """Processes forked from logmine's preloaded server; a process that dies breaks the pool (an executor
+    says so, where a plain pool would start another one forever), and its files are read in this process."""
     from concurrent.futures import ProcessPoolExecutor
 
     if tasks == 0:
