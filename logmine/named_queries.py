@@ -86,29 +86,37 @@ def fetch(con: duckdb.DuckDBPyConnection, sql: str, *, at_most: int | None = Non
         first = _first_rows(con, sql, at_most, params)
         if first is not None:
             return first
-    found = fetch_chunks(con, sql, rows_per_chunk=None, **params)
-    return Rows(found.columns, [row for rows in found.chunks for row in rows])
+    result, columns, json_positions = _result(con, sql, params)
+    return Rows(columns, _decoded(result.fetchall(), json_positions) if columns else [])
 
 
-def fetch_chunks(con: duckdb.DuckDBPyConnection, sql: str, *, rows_per_chunk: int | None = CHUNK_ROWS,
+def fetch_chunks(con: duckdb.DuckDBPyConnection, sql: str, *, rows_per_chunk: int = CHUNK_ROWS,
                  **params: object) -> RowChunks:
-    """`fetch` as lists of `rows_per_chunk` rows, fetched as they are read (None: all rows in one list),
-    so that writing a result of millions of rows never holds it whole."""
-    result, json_columns = _execute(con, sql, params)
-    if result.description is None:  # a statement that returns nothing
-        return RowChunks([], iter(()))
-    columns = [d[0] for d in result.description]
-    positions = {columns.index(c) for c in json_columns}
+    """`fetch` as lists of `rows_per_chunk` rows, fetched as they are read, so that writing a result of
+    millions of rows never holds it whole."""
+    result, columns, json_positions = _result(con, sql, params)
 
     def chunks() -> Iterator[list[tuple]]:
-        while rows := (result.fetchall() if rows_per_chunk is None else result.fetchmany(rows_per_chunk)):
-            if positions:
-                rows = [tuple(_json_value(v) if i in positions else v for i, v in enumerate(row)) for row in rows]
-            yield rows
-            if rows_per_chunk is None:
-                return
+        while columns and (rows := result.fetchmany(rows_per_chunk)):
+            yield _decoded(rows, json_positions)
 
     return RowChunks(columns, chunks())
+
+
+def _result(con: duckdb.DuckDBPyConnection, sql: str,
+            params: dict[str, object]) -> tuple[duckdb.DuckDBPyConnection, list[str], set[int]]:
+    """The statement run: its result, its columns (none for a statement that returns nothing) and where
+    its JSON columns are."""
+    result, json_columns = _execute(con, sql, params)
+    columns = [d[0] for d in result.description or []]
+    return result, columns, {columns.index(c) for c in json_columns}
+
+
+def _decoded(rows: list[tuple], json_positions: set[int]) -> list[tuple]:
+    """The rows with their JSON values parsed."""
+    if not json_positions:
+        return rows
+    return [tuple(_json_value(v) if i in json_positions else v for i, v in enumerate(row)) for row in rows]
 
 
 def _first_rows(con: duckdb.DuckDBPyConnection, sql: str, at_most: int, params: dict[str, object]) -> Rows | None:
