@@ -12,6 +12,9 @@ the tools run one after another, `--repeats` times each, interleaved:
 * `duckdb_floor.py FILE` and `duckdb_floor.py FILE --envelope`: DuckDB alone storing each line's text,
   then the text with the journal envelope split into five typed columns, with every core and no logmine
   code: the floor of any ingest that keeps the text in DuckDB;
+* `kernel_floor.py FILE`: the other side, typing without storing: pyarrow reads the lines into Arrow,
+  and RE2 (`pyarrow.compute.extract_regex`) splits off the envelope, the SGLang prefix and the figures
+  of decode lines, one vectorised pass each;
 * `logmine ingest FILE --db NEW.duckdb --json`: every line typed and stored.
 
 Then the incremental case: a copy of the 2M-line journal is ingested, 10,000 more lines are appended to
@@ -38,8 +41,10 @@ from pathlib import Path
 from ingest_bench import Measurement, ensure_journal, find_logmine, measure
 
 APPENDED_LINES = 10_000
-FLOOR_SCRIPT = Path(__file__).with_name("duckdb_floor.py")
-FLOORS = {"duckdb: text": [], "duckdb: +envelope": ["--envelope"]}
+BENCH = Path(__file__).parent
+FLOORS = {"duckdb: text": [BENCH / "duckdb_floor.py"],
+          "duckdb: +envelope": [BENCH / "duckdb_floor.py", "--envelope"],
+          "pyarrow+RE2 typing": [BENCH / "kernel_floor.py"]}
 LNAV_QUERY = ";SELECT count(*) FROM syslog_log"
 
 
@@ -83,8 +88,8 @@ def compare_size(journal: Path, lines: int, repeats: int, logmine: str, lnav: st
             runs.setdefault("lnav -n", []).append(
                 measure("lnav -n", [lnav, "-n", "-c", LNAV_QUERY, str(journal)], lines, size))
         runs.setdefault("grep -c", []).append(measure("grep -c", ["grep", "-c", "", str(journal)], lines, size))
-        for tool, extra in FLOORS.items():
-            runs.setdefault(tool, []).append(measure(tool, [sys.executable, str(FLOOR_SCRIPT), str(journal), *extra],
+        for tool, (script, *extra) in FLOORS.items():
+            runs.setdefault(tool, []).append(measure(tool, [sys.executable, str(script), str(journal), *extra],
                                                      lines, size))
         db = scratch / "compare.duckdb"
         db.unlink(missing_ok=True)
