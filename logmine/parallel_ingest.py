@@ -17,14 +17,13 @@ tables are the same, row for row.
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .worker.processes import caller_main_hidden, worker_context
+from .worker.processes import caller_main_hidden, file_sizes, worker_context
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor, Future
@@ -122,10 +121,7 @@ def worth_a_pool(paths: list[str]) -> bool:
 
 
 def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
+    return sum(size for _, size in file_sizes(path))
 
 
 @contextlib.contextmanager

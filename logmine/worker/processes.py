@@ -70,7 +70,7 @@ def worker_likely(paths: list[str], db: str) -> bool:
     Appending a few lines to a stored journal must not pay for the server's imports (0.7 s of CPU on the
     core that checks the file's stored content meanwhile).
     """
-    files = [f for path in paths if path != "-" for f in _files(path)]
+    files = [f for path in paths if path != "-" for f in file_sizes(path)]
     if not any(size >= WORKER_MIN_BYTES for _, size in files):
         return False
     if db == ":memory:" or not os.path.exists(db):
@@ -85,11 +85,12 @@ def worker_likely(paths: list[str], db: str) -> bool:
     return any(size - read.get(path, 0) >= WORKER_MIN_BYTES for path, size in files)
 
 
-def _files(path: str) -> list[tuple[str, int]]:
-    """(resolved path, size) of the file, or of every file under the folder."""
+def file_sizes(path: str) -> list[tuple[str, int]]:
+    """(resolved path, size) of the file, or of every file under the folder; none for a path that cannot
+    be read (its ingest says why)."""
     if os.path.isdir(path):
         return [entry for root, _, names in os.walk(path) for name in names
-                for entry in _files(os.path.join(root, name))]
+                for entry in file_sizes(os.path.join(root, name))]
     try:
         return [(os.path.realpath(path), os.path.getsize(path))]
     except OSError:
