@@ -130,7 +130,8 @@ def ingest_by_ranges(con: duckdb.DuckDBPyConnection, path: str, pool: object, jo
                      redact: bool = False) -> SourceReport | None:
     """Ingest a new file by ranges parsed in `pool` (see the module); None when it is not cut (too small, a
     format without a stamp on every line, a copy or continuation of a stored source, or a range that
-    failed), and the caller ingests it the serial way, which says what is wrong with it if anything is."""
+    failed), and the caller ingests it the serial way, which says what is wrong with it if anything is.
+    A pool process killed meanwhile raises BrokenProcessPool, the ranges stored so far dropped."""
     from .ingest import LOG_TABLES, plan_parse
     from .source_identity import same_content
     from .sources import describe_input
@@ -150,12 +151,16 @@ def ingest_by_ranges(con: duckdb.DuckDBPyConnection, path: str, pool: object, jo
     try:
         return _ingest_ranges(con, inp, plan, pool, jobs * RANGES_PER_JOB, scratch, progress, redact)
     except Exception as exc:  # noqa: BLE001 - as if never cut: the serial ingest reads it, or names its fault
+        from concurrent.futures.process import BrokenProcessPool
+
         import duckdb
 
         if isinstance(exc, duckdb.Error):
             raise
         delete_rows(con, LOG_TABLES, source_id)
         execute(con, "DELETE FROM sources WHERE source_id = ?", [source_id])
+        if isinstance(exc, BrokenProcessPool):
+            raise  # the caller reads it, and says why
         return None
 
 

@@ -20,6 +20,7 @@ import contextlib
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -84,8 +85,12 @@ def ingest_logs_parallel(con: duckdb.DuckDBPyConnection, paths: list[str], jobs:
                         progress(path, 1, 1)
                     continue
                 try:
-                    by_ranges = ingest_by_ranges(con, path, pool, jobs, scratch, envelope, progress, redact) \
-                        if path in cut else None
+                    by_ranges = None
+                    if path in cut:
+                        try:
+                            by_ranges = ingest_by_ranges(con, path, pool, jobs, scratch, envelope, progress, redact)
+                        except BrokenProcessPool:
+                            lost = True
                     report.sources.append(by_ranges or ingest_log(con, describe_input(path), envelope, progress,
                                                                   redact))
                     if lost and report.sources[-1].note is None:  # a copy says so rather
@@ -105,8 +110,6 @@ def _next_parse(parsed: Iterator[tuple]) -> tuple | None:
     """The pool's next result; None when a pool process was killed (as by the out-of-memory killer), which
     breaks the pool: that input and the ones after it are then read in this process (the results end with
     the error, so the later ones find none)."""
-    from concurrent.futures.process import BrokenProcessPool
-
     try:
         return next(parsed)
     except (BrokenProcessPool, StopIteration):

@@ -134,9 +134,10 @@ def worker_sized_journal(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return journal
 
 
-def _ingest_with_worker(journal: Path, db: Path, *options: str) -> tuple[subprocess.Popen, list[int]]:
+def _ingest_with_worker(journal: Path, db: Path, *options: str,
+                        logmine: tuple[str, ...] = ("-m", "logmine")) -> tuple[subprocess.Popen, list[int]]:
     """`logmine ingest` started on `journal`, once its parse worker runs: (the ingest, its workers)."""
-    ingest = subprocess.Popen([sys.executable, "-m", "logmine", "ingest", str(journal), "--db", str(db), "--json",
+    ingest = subprocess.Popen([sys.executable, *logmine, "ingest", str(journal), "--db", str(db), "--json",
                                *options], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
     workers: list[int] = []
@@ -258,3 +259,22 @@ def test_a_killed_pool_process_leaves_its_files_to_this_process(tmp_path: Path, 
     sources = json.loads(out)["sources"]
     assert [s["lines_read"] for s in sources] == [WORKER_MIN_BYTES // 180 + 1001] * 2
     assert POOL_LOST in [s["note"] for s in sources]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_pool_process_killed_amid_byte_ranges_leaves_the_file_to_this_process(tmp_path: Path,
+                                                                               worker_sized_journal: Path) -> None:
+    """The same for one file cut into byte ranges (`--jobs` from 3, here at any size): the ranges stored
+    are dropped and the file is read here, as it was, but now the summary says why."""
+    any_size = ("import sys\nfrom logmine import byte_ranges\nfrom logmine.__main__ import start\n"
+                "byte_ranges.SPLIT_MIN_BYTES = 1\nsys.argv[0] = 'logmine'\nstart()\n")
+    db = tmp_path / "t.duckdb"
+    ingest, workers = _ingest_with_worker(worker_sized_journal, db, "--jobs", "3", logmine=("-c", any_size))
+    os.kill(workers[0], signal.SIGKILL)
+    out, err = ingest.communicate(timeout=120)
+    assert (ingest.returncode, err) == (0, ""), err
+    (source,) = json.loads(out)["sources"]
+    assert (source["lines_read"], source["note"]) == (WORKER_MIN_BYTES // 180 + 1000, POOL_LOST)
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT count(*), count(DISTINCT line_no) FROM lines").fetchone() == \
+            (WORKER_MIN_BYTES // 180 + 1000,) * 2
