@@ -44,10 +44,12 @@ class EventTable:
 
 
 EVENT_TABLES: tuple[EventTable, ...] = (
-    EventTable("server_args", "One `server_args=ServerArgs(...)` dump per launch, typed.", {
+    EventTable("server_args", "One `server_args=ServerArgs(...)` (v0.5.19+: `server_args={...}`) dump per launch, "
+               "typed.", {
         "args": JSON, "n_args": INT32, "truncated": FLAG,
     }),
-    EventTable("init_distributed", "Init torch distributed begin/ends per rank.", {
+    EventTable("init_distributed", "Init torch distributed (v0.5.21+: parallel) begin/ends per rank, and the "
+               "memory baseline taken after it (v0.5.21+).", {
         "phase": TEXT, "elapsed_s": REAL, "mem_usage_gib": REAL,
     }),
     EventTable("weight_loads", "Load weight begin/end per rank (a draft model adds a second pair).", {
@@ -58,7 +60,8 @@ EVENT_TABLES: tuple[EventTable, ...] = (
     EventTable("kv_cache", "KV/Mamba/SWA pool allocations per rank.", {
         "pool": TEXT, "label": TEXT, "dtype": TEXT, "tokens": INT64,
         "k_size_gib": REAL, "v_size_gib": REAL, "kv_size_gib": REAL,
-        "conv_state_gib": REAL, "ssm_state_gib": REAL, "full_tokens": INT64,
+        "conv_state_gib": REAL, "ssm_state_gib": REAL, "intermediate_ssm_gib": REAL,
+        "intermediate_conv_gib": REAL, "full_tokens": INT64,
         "swa_tokens": INT64, "mem_usage_gib": REAL, "avail_mem_gib": REAL,
         "va_upper_bound": FLAG,
     }),

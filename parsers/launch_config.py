@@ -263,6 +263,7 @@ def parse_launch_command(cmd: str) -> dict[str, object] | None:
 # server_args=ServerArgs(...) dumps
 # ---------------------------------------------------------------------------------------------------------
 
+_DUMP_PREFIX = "server_args="
 _REPR_START = "ServerArgs("
 _REPR_SPECIAL_RE = re.compile(r"[,'\"()\[\]{}]")
 # repr() never puts a raw newline inside a string, so a newline means the string was cut off.
@@ -315,22 +316,37 @@ def _repr_value(text: str) -> object:
 
 
 def parse_server_args_repr(text: str) -> dict[str, object]:
-    """Fields of a `server_args=ServerArgs(k=v, ...)` dump (prefix optional) as typed Python values.
+    """Fields of a `server_args=ServerArgs(k=v, ...)` dump, or of v0.5.19's `server_args={'k': v, ...}`
+    (prefix optional), as typed Python values.
 
     Only the first line holding the dump is read. A dump truncated (journald's 48K line split, end of
     file) yields the fields that are complete. Values that are not Python literals stay raw strings.
     """
     start = text.find(_REPR_START)
-    start = 0 if start < 0 else start + len(_REPR_START)
+    start = (len(_DUMP_PREFIX) if text.startswith(_DUMP_PREFIX) else 0) if start < 0 else start + len(_REPR_START)
+    as_dict = text.startswith("{", start)
+    start += as_dict
     end = text.find("\n", start)
     end = len(text) if end < 0 else end
     config: dict[str, object] = {}
     for raw in _repr_fields(text, start, end):
-        key, sep, value = raw.partition("=")
-        key = key.strip()
-        if sep and key.isidentifier():
-            config[key] = _repr_value(value.strip())
+        key, value = _dict_item(raw) if as_dict else _keyword(raw)
+        if key is not None and key.isidentifier():
+            config[key] = _repr_value(value)
     return config
+
+
+def _keyword(field: str) -> tuple[str | None, str]:
+    key, sep, value = field.partition("=")
+    return (key.strip() if sep else None), value.strip()
+
+
+def _dict_item(field: str) -> tuple[str | None, str]:
+    field = field.strip()
+    key = _REPR_STRING_RE[field[0]].match(field) if field[:1] in _REPR_STRING_RE else None
+    if key is None or not field[key.end():].lstrip().startswith(":"):
+        return None, ""
+    return key.group()[1:-1], field[key.end():].lstrip()[1:].strip()
 
 
 # ---------------------------------------------------------------------------------------------------------

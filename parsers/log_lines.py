@@ -369,5 +369,5 @@ def _raw_notice(kind: str, detail: str) -> tuple[str, str, dict[str, object]]:
 def server_args_fields(args_text: str) -> dict[str, object]:
     """Type the dump with the repr-aware splitter; keep the count so truncated dumps are visible."""
     parsed = parse_server_args_repr(args_text)
-    complete = args_text.rstrip().endswith(")")
+    complete = args_text.rstrip().endswith("}" if args_text.startswith("{") else ")")
     return {"args": json.dumps(parsed, default=repr), "n_args": str(len(parsed)), "truncated": str(not complete)}

@@ -51,14 +51,25 @@ class Pattern:
 
 # ---------------------------------------------------------------- startup (§2.1 – §2.7)
 STARTUP = (
-    Pattern("server_args", "server_args", r"server_args=ServerArgs\((?P<args>.*)", "v0.3+",
+    Pattern("server_args", "server_args", r"server_args=ServerArgs\((?P<args>.*)", "v0.3 – v0.5.18",
             "server_args=ServerArgs(model_path='Qwen/Qwen3-8B', tp_size=2, mem_fraction_static=0.836)"),
+    # v0.5.19 logs the resolved fields as a dict (nested records expanded), secrets redacted from v0.5.22.
+    Pattern("server_args", "server_args", r"server_args=(?P<args>\{.*)", "v0.5.19+",
+            "server_args={'model_path': 'Qwen/Qwen3-8B', 'tp_size': 2, 'mem_fraction_static': 0.836, "
+            "'cuda_graph_config': {'decode': {'backend': 'full', 'bs': [1, 2, 4, 8]}}}"),
     Pattern("init_distributed_begin", "init_distributed", r"Init torch distributed begin\.", "all",
             "Init torch distributed begin.", {"phase": "begin"}),
     Pattern("init_distributed_end", "init_distributed",
             rf"Init torch distributed ends\.(?: elapsed={num('elapsed_s')} s,)? mem usage={num('mem_usage_gib')} GB",
             "v0.4.3.post3+ (elapsed v0.5.9+)",
             "Init torch distributed ends. elapsed=0.99 s, mem usage=0.23 GB", {"phase": "end"}),
+    # v0.5.21 renamed the phase and moved its memory figure to a line of its own.
+    Pattern("init_distributed_begin", "init_distributed", r"Init parallel begin\.", "v0.5.21+",
+            "Init parallel begin.", {"phase": "begin"}),
+    Pattern("init_distributed_end", "init_distributed", rf"Init parallel ends\. elapsed={num('elapsed_s')} s",
+            "v0.5.21+", "Init parallel ends. elapsed=0.99 s", {"phase": "end"}),
+    Pattern("memory_baseline", "init_distributed", rf"Memory baseline taken\. mem usage={num('mem_usage_gib')} GB",
+            "v0.5.21+", "Memory baseline taken. mem usage=0.23 GB", {"phase": "baseline"}),
     Pattern("load_weight_begin", "weight_loads", rf"Load weight begin\. avail mem={num('avail_mem_gib')} GB",
             "all", "Load weight begin. avail mem=78.64 GB", {"phase": "begin"}),
     Pattern("load_weight_end", "weight_loads",
@@ -76,8 +87,9 @@ STARTUP = (
             "Load weight end. elapsed=4.43 s, type=Qwen3MoeForCausalLM, quant=awq, bits=4, "
             "avail mem=10.25 GB, mem usage=21.20 GB.", {"phase": "end"}),
     Pattern("kv_cache_allocated", "kv_cache",
-            r"(?:(?P<label>\w+) )?KV Cache is allocated\. " + KV_SIZES,
-            "v0.4.1.post6+ (#tokens v0.4.3.post3+, MLA v0.4.6+, dtype v0.5.13+, label v0.5.17+)",
+            r"(?:(?P<label>.+?) )?KV Cache is allocated\. " + KV_SIZES,
+            "v0.4.1.post6+ (#tokens v0.4.3.post3+, MLA v0.4.6+, dtype v0.5.13+, label v0.5.17+, "
+            "labels of several words v0.5.23: `MiniMax MSA-v1 main NVFP4`)",
             "KV Cache is allocated. #tokens: 1743556, K size: 29.93 GB, V size: 29.93 GB", {"pool": "kv"}),
     # v0.5.18 reserves virtual address space before sizing the pool: the same sizes, but not an allocation.
     Pattern("kv_cache_va_upper_bound", "kv_cache",
@@ -91,15 +103,17 @@ STARTUP = (
             r"Parameter (?P<detail>\S+)(?: \(mapped to (?P<origin>\S+)\))? not found in params_dict", "v0.4+",
             "Parameter model.layers.3.self_attn.k_scale not found in params_dict, skip loading", {"topic": "weights"}),
     Pattern("kv_cache_post_capture", "kv_cache",
-            r"Post-capture KV sizing: KV cache allocated\. dtype: (?P<dtype>[\w.]+), #tokens: (?P<tokens>\d+), "
-            rf"KV size: {num('kv_size_gib')} GB, avail mem={num('avail_mem_gib')} GB",
-            "v0.5.18",
+            r"Post-capture KV sizing: (?:(?P<label>draft) )?KV cache allocated\. dtype: (?P<dtype>[\w.]+), "
+            rf"#tokens: (?P<tokens>\d+), KV size: {num('kv_size_gib')} GB(?:, avail mem={num('avail_mem_gib')} GB)?",
+            "v0.5.18+ (the draft model's v0.5.23)",
             "Post-capture KV sizing: KV cache allocated. dtype: torch.bfloat16, #tokens: 90000, "
             "KV size: 9.50 GB, avail mem=3.20 GB", {"pool": "kv_post_capture"}),
     Pattern("mamba_cache_allocated", "kv_cache",
             r"Mamba Cache is allocated\. max_mamba_cache_size: (?P<tokens>\d+), "
-            rf"conv_state size: {num('conv_state_gib')} ?GB, ssm_state size: {num('ssm_state_gib')} ?GB",
-            "v0.5.3+",
+            rf"conv_state size: {num('conv_state_gib')} ?GB, ssm_state size: {num('ssm_state_gib')} ?GB"
+            rf"(?: intermediate_ssm_state_cache size: {num('intermediate_ssm_gib')} ?GB"
+            rf" intermediate_conv_window_cache size: {num('intermediate_conv_gib')} ?GB)?",
+            "v0.5.3+ (intermediate caches with speculative decoding v0.5.19+)",
             "Mamba Cache is allocated. max_mamba_cache_size: 176, conv_state size: 0.37GB, ssm_state size: 8.86GB ",
             {"pool": "mamba"}),
     Pattern("swa_pool_split", "kv_cache",
@@ -137,8 +151,13 @@ STARTUP = (
             "Allocating 11.55 GB host memory for hierarchical KV cache."),
     Pattern("hicache_host_alloc", "host_cache",
             r"Allocating (?P<label>\w+) hierarchical KV host pool: (?P<tokens>\d+) tokens, "
-            rf"{num('host_gb')} GB host memory\.", "v0.5.17+",
+            rf"{num('host_gb')} GB host memory(?:\.|, packed MTP KV layers)", "v0.5.17+ (MTP layers v0.5.19+)",
             "Allocating MHA hierarchical KV host pool: 318554 tokens, 44.77 GB host memory."),
+    Pattern("hicache_host_alloc", "host_cache",
+            rf"Allocating {num('host_gb')} GB host memory for hierarchical Mamba cache "
+            r"\((?:(?P<tokens>\d+) state slots, )?layout=", "v0.5.10+ (state slots v0.5.23)",
+            "Allocating 3.21 GB host memory for hierarchical Mamba cache (512 state slots, layout=layer_first).",
+            {"label": "mamba"}),
     Pattern("hicache_pool_small", "host_cache",
             r"HiCache (?P<label>\w+) host pool \((?P<tokens>\d+) tokens\) is smaller than the device pool "
             r"\((?P<device_tokens>\d+) tokens\)", "v0.5.18",
@@ -176,18 +195,32 @@ STARTUP = (
             rf"mem usage={num('mem_usage_gib')} GB\. avail mem={num('avail_mem_gib')} GB",
             "v0.5.6+", "Capture piecewise CUDA graph end. Time elapsed: 9.10 s. mem usage=0.40 GB. avail mem=6.10 GB.",
             {"phase": "end"}),
+    # The device's label (CUDA, NPU, CPU, XPU...) since v0.5.16; the batch sizes moved to the end line in
+    # v0.5.22; multi-layer EAGLE captures one draft extend graph per step (v0.5.16+).
     Pattern("cuda_graph_begin", "cuda_graphs",
-            r"Capture (?P<role>target|draft) (?P<stage>decode|verify|prefill|extend) (?P<graph>CUDA) graph begin\. "
-            r"backend=(?P<backend>[^,]+), (?:num_tokens_per_(?:bs|req)=\d+, )?"
-            rf"(?:bs|num_tokens)=(?P<batch_sizes>\[[^\]]*\]), avail mem={num('avail_mem_gib')} GB",
+            r"Capture (?P<role>target|draft) (?P<stage>decode|verify|prefill|extend) (?P<graph>\w+) graph begin\. "
+            r"(?:backend=(?P<backend>[^,]+), )?(?:step=\d+, )?(?:num_tokens_per_(?:bs|req)=\d+, )?"
+            rf"(?:(?:bs|num_tokens)=(?P<batch_sizes>\[[^\]]*\]), )?avail mem={num('avail_mem_gib')} GB",
             "v0.5.14+",
             "Capture target decode CUDA graph begin. backend=full, num_tokens_per_req=1, bs=[1, 2, 4], "
             "avail mem=9.30 GB", {"phase": "begin"}),
     Pattern("cuda_graph_end", "cuda_graphs",
-            r"Capture (?P<role>target|draft) (?P<stage>decode|verify|prefill|extend) (?P<graph>CUDA) graph end\. "
+            r"Capture (?P<role>target|draft) (?P<stage>decode|verify|prefill|extend) (?P<graph>\w+) graph end\. "
+            r"(?:step=\d+, )?(?:bs=(?P<batch_sizes>\[[^\]]*\]), )?"
             rf"elapsed={num('elapsed_s')} s, mem usage={num('mem_usage_gib')} GB, avail mem={num('avail_mem_gib')} GB",
-            "v0.5.14+", "Capture target verify CUDA graph end. elapsed=3.00 s, mem usage=0.60 GB, avail mem=6.67 GB.",
-            {"phase": "end"}),
+            "v0.5.14+", "Capture target decode NPU graph end. bs=[1, 2, 4, 8], elapsed=18.62 s, mem usage=0.43 GB, "
+            "avail mem=11.98 GB.", {"phase": "end"}),
+    # Other draft graphs: one graph for every extend step, and UNO's tree draft (v0.5.23).
+    Pattern("cuda_graph_begin", "cuda_graphs",
+            r"Capture (?:single-CG draft (?P<stage>extend)|UNO tree draft CUDA graph) begin\. "
+            rf".*?avail mem={num('avail_mem_gib')} GB",
+            "v0.5.19+", "Capture UNO tree draft CUDA graph begin. num_tokens_per_req=4, avail mem=7.39 GB",
+            {"phase": "begin", "role": "draft"}),
+    Pattern("cuda_graph_end", "cuda_graphs",
+            r"Capture (?:single-CG draft (?P<stage>extend)|UNO tree draft CUDA graph) end\. "
+            rf"elapsed={num('elapsed_s')} s, mem usage={num('mem_usage_gib')} GB, avail mem={num('avail_mem_gib')} GB",
+            "v0.5.19+", "Capture single-CG draft extend end. elapsed=1.20 s, mem usage=0.30 GB, avail mem=7.09 GB.",
+            {"phase": "end", "role": "draft"}),
     Pattern("cuda_graph_batch_sizes", "cuda_graphs",
             r"Capture (?P<graph>cuda|npu|cpu) graph bs (?P<batch_sizes>\[.*\])",
             "v0.5.5+", "Capture cuda graph bs [1, 2, 4, 8, 16]", {"phase": "plan"}),
@@ -217,9 +250,11 @@ STATS_KEYS: dict[str, str] = {
     "#new-seq": "new_seq", "#new-token": "new_tokens", "#cached-token": "cached_tokens",
     "cache hit rate": "cache_hit_rate_pct", "#token": "tokens", "token usage": "token_usage",
     "#running-req": "running_req", "#queue-req": "queue_req", "#pending-token": "pending_tokens",
-    "cuda graph": "graph", "cpu graph": "graph", "npu graph": "graph", "musa graph": "graph",
+    "cuda graph": "graph", "cpu graph": "graph", "npu graph": "graph", "musa graph": "graph", "xpu graph": "graph",
     "input throughput (token/s)": "input_throughput_tok_s", "gen throughput (token/s)": "gen_throughput_tok_s",
     "accept len": "accept_len", "accept rate": "accept_rate",
+    # Hybrid models (SWA, Mamba) report their full-attention layers' pool in place of the one pool.
+    "#full token": "tokens", "full token usage": "token_usage",
 }
 
 # ---------------------------------------------------------------- HTTP server (§4)
@@ -265,8 +300,9 @@ SHUTDOWN = (
             r"Subprocess (?P<child>\S+) \(pid=(?P<child_pid>\d+)\) crashed with exit code (?P<exit_code>-?\d+)",
             "v0.5.10+",
             "Subprocess detokenizer (pid=31379) crashed with exit code -15. Triggering SIGQUIT for cleanup..."),
-    Pattern("watchdog_timeout", "shutdown_events", r"(?:Scheduler )?[Ww]atchdog timeout \((?P<detail>[^)]*)\)",
-            "all", "Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)",
+    Pattern("watchdog_timeout", "shutdown_events", r"(?:\w+ )?[Ww]atchdog timeout \((?P<detail>[^)]*)\)",
+            "all (TokenizerManager, DetokenizerManager, DataParallelController v0.5.19+)",
+            "Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)",
             {"signal": "watchdog"}),
     Pattern("kill_process_tree", "shutdown_events", r"kill_process_tree called: (?P<detail>.*)", "v0.5.18",
             "kill_process_tree called: parent_pid=1, include_parent=True, pid=1"),
@@ -275,6 +311,10 @@ SHUTDOWN = (
             "Dumping requests before crash. self.crash_dump_folder=/tmp/x"),
     Pattern("not_enough_memory", "shutdown_events", r"(?:RuntimeError: )?(?P<detail>Not enough memory\. .*)",
             "all", "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."),
+    Pattern("not_enough_memory", "shutdown_events",
+            r"(?:ValueError: )?(?P<detail>Loaded weights leave no GPU memory for the KV cache .*)", "v0.5.18+",
+            "ValueError: Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=0.5. "
+            "Raise --mem-fraction-static above 0.612 (minimum viable = 1 - available/pre = 0.6114)."),
 )
 
 # ---------------------------------------------------------------- systemd about the unit (§8.3)

@@ -35,7 +35,8 @@ kv AS (
         max(tokens) FILTER (model_role = 'target') AS kv_tokens,
         sum(coalesce(kv_size_gib, k_size_gib + v_size_gib)) FILTER (model_role = 'target') AS kv_gib,
         sum(coalesce(kv_size_gib, k_size_gib + v_size_gib)) FILTER (model_role = 'draft') AS draft_kv_gib,
-        sum(coalesce(conv_state_gib, 0) + coalesce(ssm_state_gib, 0)) FILTER (pool = 'mamba') AS mamba_state_gib
+        sum(coalesce(conv_state_gib, 0) + coalesce(ssm_state_gib, 0) + coalesce(intermediate_ssm_gib, 0)
+            + coalesce(intermediate_conv_gib, 0)) FILTER (pool = 'mamba') AS mamba_state_gib
     FROM kv_cache_by_run WHERE kind IN ('kv_cache_allocated', 'mamba_cache_allocated') GROUP BY ALL
 ),
 graphs AS (
