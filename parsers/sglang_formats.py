@@ -117,9 +117,10 @@ STARTUP = (
             "Mamba Cache is allocated. max_mamba_cache_size: 176, conv_state size: 0.37GB, ssm_state size: 8.86GB ",
             {"pool": "mamba"}),
     Pattern("swa_pool_split", "kv_cache",
-            r"Use sliding window memory pool\. full_layer_tokens=(?P<full_tokens>\d+), "
+            r"(?:Use sliding window memory pool\.|Post-capture KV sizing:) full_layer_tokens=(?P<full_tokens>\d+), "
             r"swa_layer_tokens=(?P<swa_tokens>\d+)",
-            "v0.5.x", "Use sliding window memory pool. full_layer_tokens=524288, swa_layer_tokens=419430",
+            "v0.5.x (after the graphs are captured v0.5.18+)",
+            "Use sliding window memory pool. full_layer_tokens=524288, swa_layer_tokens=419430",
             {"pool": "swa_split"}),
     Pattern("swa_pool_usage", "kv_cache",
             rf"SWAKVPool mem usage: {num('mem_usage_gib')} GB, swa size: (?P<swa_tokens>\d+), "

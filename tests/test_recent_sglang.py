@@ -97,6 +97,7 @@ def test_graphs_of_other_devices_and_late_errors(tmp_path: Path) -> None:
         "bs=[1, 2, 4], avail mem=40.10 GB",
         "[2026-12-01 10:00:30 TP0] Capture target decode NPU graph end. elapsed=30.10 s, mem usage=1.20 GB, "
         "avail mem=38.90 GB.",
+        "[2026-12-01 10:00:31 TP0] Post-capture KV sizing: full_layer_tokens=524288, swa_layer_tokens=419430",
         "[2026-12-01 10:00:31 TP0] Post-capture KV sizing: draft KV cache allocated. dtype: torch.bfloat16, "
         "#tokens: 90000, KV size: 1.25 GB",
         "[2026-12-01 10:00:32 TP0] MiniMax MSA-v1 main NVFP4 KV Cache is allocated. dtype: torch.uint8, "
@@ -108,7 +109,7 @@ def test_graphs_of_other_devices_and_late_errors(tmp_path: Path) -> None:
     assert con.execute("SELECT graph, batch_sizes, elapsed_s FROM cuda_graphs ORDER BY line_no").fetchall() == \
         [("NPU", "[1, 2, 4]", None), ("NPU", None, 30.1)]
     assert con.execute("SELECT kind, label, tokens, kv_size_gib FROM kv_cache ORDER BY line_no").fetchall() == [
-        ("kv_cache_post_capture", "draft", 90000, 1.25),
+        ("swa_pool_split", None, None, None), ("kv_cache_post_capture", "draft", 90000, 1.25),
         ("kv_cache_allocated", "MiniMax MSA-v1 main NVFP4", 524288, 20.5)]
     assert [k for (k,) in con.execute("SELECT kind FROM shutdown_events ORDER BY line_no").fetchall()] == \
         ["watchdog_timeout", "not_enough_memory"]
