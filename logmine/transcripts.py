@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 from . import interrupts
 from .file_contents import FileContents
 from .parsers.envelopes import TimeContext, detect_format
+from .parsers.file_tools import file_writes_from_tool
 from .parsers.launch_config import (
     config_from_unit_or_command,
     config_in_process_list,
@@ -32,7 +33,7 @@ from .parsers.launch_config import (
 )
 from .parsers.log_lines import ColumnBatch, LineParser
 from .parsers.sglang_classifier import Classifier
-from .parsers.shell_commands import config_reads, file_write_from_tool, split_command
+from .parsers.shell_commands import config_reads, split_command
 from .parsers.transcripts.common import classify_ending
 from .parsers.transcripts.detect import read_transcripts
 from .parsers.transcripts.model import Message, ParseProblem, Part, Session, ToolCall, UnknownRecord, type_problem
@@ -80,7 +81,8 @@ TABLES: dict[str, dict[str, str]] = {
 }
 BATCH_ROWS = 1000  # rows of one table held before they are stored
 EMBEDDED_BATCH_LINES = 50_000  # tool-output lines held before they are parsed, as one block per envelope
-SHELL_TOOLS = {"bash", "shell", "exec_command", "local_shell", "local_shell_call", "run_command", "terminal"}
+SHELL_TOOLS = {"bash", "shell", "shell_command", "exec_command", "local_shell", "local_shell_call", "run_command",
+               "terminal"}
 
 
 @dataclass
@@ -254,9 +256,7 @@ def enrich_tool_call(call: dict, tool_input: dict, out: TableWriter, files: File
                     out.add("config_snapshots", {**base, "host": step.host, "path": seen[0], "origin": origin,
                                                      "written_at": when, "args": json.dumps(seen[1], default=repr)})
     else:
-        tool_write = file_write_from_tool(call["tool"], tool_input)
-        if tool_write is not None:
-            writes.append((0, None, tool_write))
+        writes.extend((0, None, write) for write in file_writes_from_tool(call["tool"], tool_input))
     for step_no, step_host, write in writes:
         host = write.remote_host if write.remote_host is not None else step_host
         content = files.written(call["session_id"], host, write)

@@ -14,11 +14,11 @@ The small lexer below knows just enough shell (quotes, escapes, operators, redir
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-WriteMethod = Literal["heredoc", "tee", "sudo tee", "redirect", "write_tool", "edit_tool", "copy", "sed"]
+WriteMethod = Literal["heredoc", "tee", "sudo tee", "redirect", "write_tool", "edit_tool", "copy", "sed",
+                      "apply_patch"]
 
 
 @dataclass(frozen=True)
@@ -712,33 +712,6 @@ def config_reads(command: str) -> list[tuple[ConfigSource, str | None]]:
 
 
 _UNIT_SUFFIXES = (".service", ".conf")
-
-
-def file_write_from_tool(tool: str, tool_input: Mapping[str, object]) -> FileWrite | None:
-    """FileWrite for an agent's file tool call: opencode `write`/`edit`, Claude Code `Write`/`Edit`."""
-    path = tool_input.get("filePath") or tool_input.get("file_path")
-    if not isinstance(path, str):
-        return None
-    name = tool.lower()
-    if name == "write":
-        content = tool_input.get("content")
-        return FileWrite(path, content if isinstance(content, str) else None, "write_tool")
-    if name in ("edit", "multiedit"):
-        changes = tool_input.get("edits") if name == "multiedit" else [tool_input]
-        edits = tuple(_tool_edit(c) for c in changes if isinstance(c, Mapping)) if isinstance(changes, list) else ()
-        new = tool_input.get("newString", tool_input.get("new_string"))
-        # The new text alone stands for the file where its earlier content is not known.
-        return FileWrite(path, new if isinstance(new, str) else None, "edit_tool",
-                         edits=edits if all(edits) else ())
-    return None
-
-
-def _tool_edit(change: Mapping[str, object]) -> Edit | None:
-    old = change.get("oldString", change.get("old_string"))
-    new = change.get("newString", change.get("new_string"))
-    if not isinstance(old, str) or not isinstance(new, str):
-        return None
-    return Edit(old, new, False, bool(change.get("replaceAll", change.get("replace_all"))))
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -7,7 +7,6 @@ from logmine.parsers.shell_commands import (
     FileRef,
     FileWrite,
     ShellStep,
-    file_write_from_tool,
     split_command,
 )
 
@@ -192,22 +191,6 @@ def test_malformed_input_never_raises(command):
 
 def test_unterminated_heredoc_takes_the_rest_as_content():
     assert only_step("cat <<EOF > /f\na\nb").writes == [FileWrite("/f", "a\nb\n", "heredoc")]
-
-
-# --- file tools -----------------------------------------------------------------------------------------
-
-
-def test_file_write_from_tool_calls():
-    assert file_write_from_tool("write", {"filePath": "/a", "content": "x"}) == FileWrite(
-        "/a", "x", "write_tool"
-    )
-    assert file_write_from_tool(
-        "Edit", {"file_path": "/b", "old_string": "o", "new_string": "n"}
-    ) == FileWrite("/b", "n", "edit_tool", edits=(Edit("o", "n", False, False),))
-    assert file_write_from_tool("MultiEdit", {"file_path": "/b", "edits": [
-        {"old_string": "o", "new_string": "n", "replace_all": True}, {"old_string": "p", "new_string": "q"}]}
-    ).edits == (Edit("o", "n", False, True), Edit("p", "q", False, False))
-    assert file_write_from_tool("bash", {"command": "ls"}) is None
 
 
 # --- the kimi-k25 sample session ------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import zstandard
 from logmine.parsers.transcripts import claude_code, codex, opencode
 from logmine.parsers.transcripts.detect import detect, read_transcripts
 from logmine.parsers.transcripts.model import Message, ParseProblem, Part, Session, ToolCall, UnknownRecord
+from logmine.parsers.transcripts.record_kinds import session_event
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 CORPUS = SHARED / "corpus" / "transcripts"
@@ -668,3 +669,61 @@ def test_documented_record_kinds_are_session_events_and_others_unknown_records(t
                       ("queue-operation", "2026-01-01 00:00:02", "enqueue"),
                       ("system:turn_duration", "2026-01-01 00:00:03", None)]
     assert unknown == [("brand-new-line-type",)]
+
+
+def test_codex_shell_command_and_apply_patch_calls_write_files_and_configs(tmp_path):
+    """gpt-5.2-codex's shell tool is `shell_command` (a command string, `Exit code: N` in its output); its
+    edits are freeform `apply_patch` calls. Both kinds of write are followed to the configuration."""
+    from logmine import api
+
+    unit = "[Service]\nExecStart=/usr/bin/python3 -m sglang.launch_server --model-path /m --tp 2\n"
+    drop_in = "[Service]\nExecStart=\nExecStart=/usr/bin/python3 -m sglang.launch_server --model-path /m --tp 4\n"
+    patch = ("*** Begin Patch\n*** Add File: /etc/systemd/system/sglang.service.d/tp.conf\n"
+             + "".join("+" + line + "\n" for line in drop_in.splitlines()) + "*** End Patch")
+    when = "2026-03-01T10:00:0{}Z"
+    lines = [
+        envelope(when.format(0), "session_meta", {"id": "11111111-2222-4333-8444-555555555555"}),
+        envelope(when.format(1), "response_item", {
+            "type": "function_call", "name": "shell_command", "call_id": "c1", "arguments": json.dumps({
+                "command": f"cat > /etc/systemd/system/sglang.service <<'EOF'\n{unit}EOF\nsystemctl daemon-reload",
+                "workdir": "/root"})}),
+        envelope(when.format(2), "response_item", {"type": "function_call_output", "call_id": "c1",
+                                                   "output": "Exit code: 0\nWall time: 0.2 seconds\nOutput:\n"}),
+        envelope(when.format(3), "response_item", {"type": "custom_tool_call", "name": "apply_patch",
+                                                   "call_id": "c2", "input": patch}),
+        envelope(when.format(4), "response_item", {"type": "custom_tool_call_output", "call_id": "c2",
+                                                   "output": "Success. Updated the following files:\nA tp.conf"}),
+    ]
+    path = write_lines(tmp_path / "rollout-2026-03-01T10-00-00-11111111-2222-4333-8444-555555555555.jsonl", lines)
+    api.ingest([str(path)], db=tmp_path / "t.duckdb")
+    with api.open_db(tmp_path / "t.duckdb") as con:
+        assert con.execute("SELECT command, exit_code FROM commands").fetchall() == [
+            (f"cat > /etc/systemd/system/sglang.service <<'EOF'\n{unit}EOF\nsystemctl daemon-reload", 0)]
+        assert con.execute("SELECT path, method, content FROM file_writes ORDER BY call_id").fetchall() == [
+            ("/etc/systemd/system/sglang.service", "heredoc", unit),
+            ("/etc/systemd/system/sglang.service.d/tp.conf", "apply_patch", drop_in)]
+        changes = api.query(con, "config-changes")
+    assert changes["changed"].tolist()[-1] == {"tp_size": [2, 4]}
+
+
+def test_a_claude_session_opening_with_a_pasted_image_is_still_a_session(tmp_path):
+    """The head sniffed for a format ends inside a first message of megabytes: the lines are read on."""
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0K" * 40_000}}
+    lines = [
+        {"type": "file-history-snapshot", "messageId": "u0", "snapshot": {"trackedFileBackups": {}}},
+        claude_line("user", "u0", "2026-01-01T00:00:00Z", {"role": "user", "content": [
+            image, {"type": "text", "text": "why did the server crash?"}]}),
+        {"type": "ai-title", "aiTitle": "Server crash after HiCache", "sessionId": "s1"},
+        claude_line("assistant", "a1", "2026-01-01T00:00:05Z",
+                    assistant_block({"type": "text", "text": "Looking."}, 3)),
+        {"type": "custom-title", "customTitle": "hicache-oom", "sessionId": "s1"},
+        {"type": "ai-title", "aiTitle": "Server crash after enabling HiCache", "sessionId": "s1"},
+    ]
+    path = write_lines(tmp_path / "s1.jsonl", lines)
+    assert detect(path) == "claude-code"
+    summary = summarise(read_transcripts(path))
+    assert [(s.id, s.title) for s in summary.sessions] == [("s1", "hicache-oom")]
+    assert len(summary.messages) == 2
+    # the title lines are session events, not unknown records
+    assert [session_event(r).kind for r in summary.unknown] == [
+        "file-history-snapshot", "ai-title", "custom-title", "ai-title"]

@@ -37,7 +37,11 @@ FORMAT = "claude-code"
 PROVIDER = "anthropic"
 LINE_TYPES = {
     "user", "assistant", "system", "summary", "progress", "file-history-snapshot", "queue-operation",
+    "ai-title", "custom-title", "agent-name", "last-prompt", "permission-mode",  # 2.1.x
 }  # fmt: skip
+# A session's title, by the line that names it, the first found winning: one the user set (`/rename`),
+# else the one Claude Code wrote (2.1.x), else the summary of older versions; the last line of each counts.
+TITLE_FIELDS = (("custom-title", "customTitle"), ("ai-title", "aiTitle"), ("summary", "summary"))
 _AGENT_ID_IN_TEXT = re.compile(r"agentId: (\w[\w-]*)")
 _CONTEXT_FIELDS = ("cwd", "version", "slug", "gitBranch", "userType")
 MAX_WAITING_CALLS = 1000  # finished calls held behind an unfinished one before they go out of order
@@ -145,7 +149,7 @@ class _SessionBuilder:
         self.sidechain_agent: str | None = None
         self.has_main_lines = False
         self.context: dict[str, Any] = {}  # cwd, version, ...: first value seen wins
-        self.title: str | None = None
+        self.titles: dict[str, str] = {}  # line type -> the title it gave
         self.started_at = None
         self.ended_at = None
         self.messages: dict[str, _PendingMessage] = {}
@@ -162,8 +166,9 @@ class _SessionBuilder:
         elif line_type == "user":
             self._add_user_line(line_no, line)
         else:
-            if line_type == "summary" and isinstance(line.get("summary"), str):
-                self.title = line["summary"]
+            title = dict(TITLE_FIELDS).get(line_type)
+            if title and isinstance(line.get(title), str):
+                self.titles[line_type] = line[title]
             if self.keep_content:
                 self.unknown.append((line_no, _record_type(line, line_type), line))
 
@@ -325,7 +330,7 @@ class _SessionBuilder:
             format=FORMAT,
             id=session_id,
             parent_id=parent_id,
-            title=self.title,
+            title=next((self.titles[kind] for kind, _ in TITLE_FIELDS if kind in self.titles), None),
             cwd=context.get("cwd"),
             version=context.get("version"),
             started_at=self.started_at,

@@ -14,6 +14,8 @@ from typing import IO, Any
 from .model import ParseProblem, ToolCall, TranscriptUnreadable, UnknownRecord
 
 SNIFF_BYTES = 64 * 1024
+HEAD_LINES = 50  # the lines a format is told from
+LONG_LINE_CHARS = 32 * 1024 * 1024  # longer than a Claude Code line with a pasted image
 _EPOCH_MS_THRESHOLD = 1e11  # numbers above this are epoch milliseconds, below are seconds
 
 
@@ -80,7 +82,7 @@ def content_text(content: Any) -> str:
 
 
 _EXIT_PATTERNS = (
-    re.compile(r"^Exit code (-?\d+)", re.MULTILINE),  # Claude Code Bash failures
+    re.compile(r"^Exit code:? (-?\d+)", re.MULTILINE),  # Claude Code Bash failures, Codex shell_command
     re.compile(r"Process exited with code (-?\d+)"),  # Codex exec_command
 )
 
@@ -148,17 +150,33 @@ def _json_object(path: Path, line_no: int, line: str) -> Iterator[tuple[int, dic
         yield line_no, obj
 
 
-def complete_json_lines(head: bytes) -> list[dict[str, Any]]:
-    """The JSON-object lines fully contained in a sniffed head (the last may be cut off)."""
-    objects = []
-    for line in head.decode("utf-8", errors="replace").splitlines()[:50]:
+def first_json_lines(path: Path, head: bytes) -> Iterator[dict[str, Any]]:
+    """The JSON-object lines among the file's first HEAD_LINES, from its sniffed `head`, or read past it
+    when the head is full: a pasted screenshot makes a Claude Code line of megabytes, so the head may end
+    inside the first line. A line longer than LONG_LINE_CHARS ends the search."""
+    if len(head) < SNIFF_BYTES:
+        lines: Iterable[str] = head.decode("utf-8", errors="replace").splitlines()[:HEAD_LINES]
+        yield from _json_objects(lines)
+        return
+    import zstandard
+
+    try:
+        with open_text(path) as text:
+            yield from _json_objects(iter(lambda: text.readline(LONG_LINE_CHARS), ""), HEAD_LINES)
+    except (OSError, EOFError, zstandard.ZstdError):
+        return  # what could be read was looked at; reading the file says what is wrong with it
+
+
+def _json_objects(lines: Iterable[str], at_most: int = HEAD_LINES) -> Iterator[dict[str, Any]]:
+    for line_no, line in enumerate(lines):
+        if line_no == at_most or len(line) == LONG_LINE_CHARS:
+            return
         try:
             obj = json.loads(line)
         except json.JSONDecodeError:
             continue
         if isinstance(obj, dict):
-            objects.append(obj)
-    return objects
+            yield obj
 
 
 # What the agents write into a tool's result when the call did not end by itself, per cause. Anchored

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from . import claude_code, codex, opencode
-from .common import complete_json_lines, read_head
+from .common import first_json_lines, read_head
 from .model import Record, SeenIds
 from .registry import TranscriptReader, reader, readers
 
@@ -21,7 +21,8 @@ CODEX = codex.FORMAT
 
 
 def detect(path: Path) -> str | None:
-    """The transcript format of `path`, or None. Reads at most the first 64 KB of a file."""
+    """The transcript format of `path`, or None. Reads the first 64 KB of a file, or its first lines
+    when they are longer."""
     found = recognise(path)
     return found.name if found else None
 
@@ -38,7 +39,7 @@ def recognise(path: Path) -> TranscriptReader | None:
     for candidate in candidates:
         if candidate.recognises_head(path, head):
             return candidate
-    for line in complete_json_lines(head):
+    for line in first_json_lines(path, head):
         for candidate in candidates:
             if candidate.recognises_line(line):
                 return candidate

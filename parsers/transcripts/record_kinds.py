@@ -18,6 +18,7 @@ from .model import UnknownRecord
 SESSION_EVENT_KINDS = frozenset({
     # Claude Code line types
     "progress", "file-history-snapshot", "queue-operation", "summary", "turn_end", "compact_boundary",
+    "ai-title", "custom-title", "agent-name", "last-prompt", "permission-mode",
     # opencode storage objects and export entries
     "project", "session_diff", "session_share", "todo", "migration", "model",
     # Codex rollout items
