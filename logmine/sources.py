@@ -319,8 +319,10 @@ def add_file(path: Path, name: str, logs: list[str], transcripts: list[tuple[Pat
     """Sort one file: a file the user `named` is read as a log whatever its name; in a directory, only
     files with a log suffix are. A FIFO or device is never opened: reading it could wait forever."""
     # Imported here: the transcript readers are needed to sort inputs, never by a parse worker reading bytes.
-    from .parsers.transcripts.detect import detect, sqlite_problem
+    from .parsers.transcripts.detect import detect, read_elsewhere, sqlite_problem
 
+    if not named and read_elsewhere(path):
+        return  # read with the transcript it belongs to
     problem = not_a_file(path)
     if problem:
         skipped.append(f"{name}: {problem}")

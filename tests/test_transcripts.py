@@ -727,3 +727,33 @@ def test_a_claude_session_opening_with_a_pasted_image_is_still_a_session(tmp_pat
     # the title lines are session events, not unknown records
     assert [session_event(r).kind for r in summary.unknown] == [
         "file-history-snapshot", "ai-title", "custom-title", "ai-title"]
+
+
+def test_an_output_claude_code_saved_apart_is_the_calls_output(tmp_path):
+    """Claude Code (2.1.2+) keeps a 2 KB preview of a large output in the transcript and saves the whole of
+    it under the session's `tool-results/`: the whole output is the call's, and the saved file is no log
+    source of its own. Found at its recorded path, else beside the session file where it was copied."""
+    from logmine import api
+
+    journal = "".join(f"Mar 01 10:00:{s:02d} node python3[7]: [2026-03-01 10:00:{s:02d} TP0] Decode batch, "
+                      f"#running-req: 1, #token: {s}, token usage: 0.00, cuda graph: True, gen throughput "
+                      f"(token/s): 80.00, #queue-req: 0\n" for s in range(60))
+    saved = tmp_path / "project" / "s1" / "tool-results" / "toolu_1.txt"
+    saved.parent.mkdir(parents=True)
+    saved.write_text(journal)
+    preview = (f"<persisted-output>\nOutput too large ({len(journal) / 1000:.1f}KB). Full output saved to: "
+               f"/home/someone/.claude/projects/p/s1/tool-results/toolu_1.txt\n\nPreview (first 2KB):\n"
+               + journal[:2000] + "\n</persisted-output>")
+    call = {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "journalctl -u sglang"}}
+    write_lines(tmp_path / "project" / "s1.jsonl", [
+        claude_line("user", "u0", "2026-03-01T10:01:00Z", {"role": "user", "content": "look at the log"}),
+        claude_line("assistant", "a1", "2026-03-01T10:01:01Z", assistant_block(call, 1)),
+        claude_line("user", "r1", "2026-03-01T10:01:02Z", {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": preview}]}),
+    ])
+    report = api.ingest([str(tmp_path / "project")], db=tmp_path / "t.duckdb")
+    assert report.logs.sources == []
+    with api.open_db(tmp_path / "t.duckdb") as con:
+        assert con.execute("SELECT count(*), count(DISTINCT tp) FROM embedded_lines WHERE kind = 'decode_batch'"
+                           ).fetchone() == (60, 1)
+        assert con.execute("SELECT length(output) FROM tool_calls").fetchone() == (len(journal),)

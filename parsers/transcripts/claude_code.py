@@ -43,6 +43,8 @@ LINE_TYPES = {
 # else the one Claude Code wrote (2.1.x), else the summary of older versions; the last line of each counts.
 TITLE_FIELDS = (("custom-title", "customTitle"), ("ai-title", "aiTitle"), ("summary", "summary"))
 _AGENT_ID_IN_TEXT = re.compile(r"agentId: (\w[\w-]*)")
+_SAVED_OUTPUT = re.compile(r"^Output too large \([^)]*\)\. Full output saved to: (?P<path>.+)$", re.MULTILINE)
+SAVED_OUTPUT_MAX_CHARS = 64 * 1024 * 1024  # a larger saved output stays its preview
 _CONTEXT_FIELDS = ("cwd", "version", "slug", "gitBranch", "userType")
 MAX_WAITING_CALLS = 1000  # finished calls held behind an unfinished one before they go out of order
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
@@ -64,7 +66,10 @@ class ClaudeCodeReader(TranscriptReader):
         return "sessionId" in line and (line_type in LINE_TYPES or isinstance(line.get("message"), dict))
 
     def read_elsewhere(self, path: Path) -> bool:
-        """A subagent file is read with its parent session, when the parent is there."""
+        """A subagent file is read with its parent session, when the parent is there, and so is an output
+        the session saved apart."""
+        if is_saved_tool_output(path):
+            return True
         if is_subagent_file(path) and path.parent.name == "subagents":
             session_dir = path.parent.parent
             return (session_dir.parent / f"{session_dir.name}.jsonl").exists()
@@ -83,6 +88,36 @@ def subagent_files(session_path: Path) -> list[Path]:
 
 def is_subagent_file(path: Path) -> bool:
     return path.name.startswith("agent-") and path.suffix == ".jsonl"
+
+
+def tool_results_folder(path: Path) -> Path:
+    """Where Claude Code (2.1.2+) saves the whole output of a call too large for the transcript: the
+    session's folder beside its file, also a subagent's (`<sessionId>/subagents/agent-<id>.jsonl`)."""
+    session_dir = path.parent.parent if path.parent.name == "subagents" else path.parent / path.stem
+    return session_dir / "tool-results"
+
+
+def is_saved_tool_output(path: Path) -> bool:
+    """A file of a session's `tool-results/` folder, read as its call's output."""
+    if path.parent.name != "tool-results":
+        return False
+    session_dir = path.parent.parent
+    return (session_dir.parent / f"{session_dir.name}.jsonl").exists()
+
+
+def saved_output(path: Path, preview: str) -> str:
+    """The whole output a `<persisted-output>` preview names, when it can be read here (at its recorded
+    path, else in the session's `tool-results/` beside this file) and is not over SAVED_OUTPUT_MAX_CHARS."""
+    named = _SAVED_OUTPUT.search(preview) if preview.startswith("<persisted-output>") else None
+    if named is None:
+        return preview
+    recorded = Path(named.group("path").strip())
+    for candidate in (recorded, tool_results_folder(path) / recorded.name):
+        with contextlib.suppress(OSError, ValueError):
+            with candidate.open(encoding="utf-8", errors="replace") as saved:
+                text = saved.read(SAVED_OUTPUT_MAX_CHARS + 1)
+            return text if len(text) <= SAVED_OUTPUT_MAX_CHARS else preview
+    return preview
 
 
 def child_session_id(parent_session_id: str, agent_id: str) -> str:
@@ -276,8 +311,7 @@ class _SessionBuilder:
         agent_id = _agent_id_of(result, call.output)
         if agent_id and line.get("sessionId"):
             call.child_session_id = child_session_id(line["sessionId"], agent_id)
-        if not self.keep_content:
-            call.output = None
+        call.output = saved_output(self.path, call.output) if self.keep_content else None
 
     # ---------------------------------------------------------------------------- output
 

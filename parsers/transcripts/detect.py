@@ -98,7 +98,7 @@ def _collect(root: Path) -> tuple[list[tuple[TranscriptReader, Path]], ...]:
         subdirs[:] = sorted(name for name in subdirs if here / name not in taken)
         for name in sorted(names):
             file_path = here / name
-            if not name.endswith(suffixes) or _read_elsewhere(file_path, candidates):
+            if not name.endswith(suffixes) or read_elsewhere(file_path, candidates):
                 continue
             found = recognise(file_path)
             if found is not None:
@@ -110,12 +110,12 @@ def _tree_reader(path: Path, candidates: list[TranscriptReader]) -> TranscriptRe
     return next((r for r in candidates if r.is_tree_root(path)), None)
 
 
-def _read_elsewhere(path: Path, candidates: list[TranscriptReader]) -> bool:
+def read_elsewhere(path: Path, candidates: list[TranscriptReader] | None = None) -> bool:
     """A file read with another (a subagent's with its session); a .zst loses to its plain twin."""
     if path.name.endswith(".jsonl.zst") and path.with_suffix("").exists():
         return True
-    return any(r.read_elsewhere(path) for r in candidates)
+    return any(r.read_elsewhere(path) for r in (readers() if candidates is None else candidates))
 
 
 __all__ = ["CLAUDE_CODE", "CODEX", "OPENCODE_CONCAT", "OPENCODE_EXPORT", "OPENCODE_SQLITE", "OPENCODE_STORAGE",
-           "detect", "read_transcripts", "reader", "recognise", "sqlite_problem"]
+           "detect", "read_elsewhere", "read_transcripts", "reader", "recognise", "sqlite_problem"]
