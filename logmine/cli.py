@@ -17,7 +17,7 @@ import click
 from . import api, interrupts, named_queries
 from .render import FORMATS as OUTPUT_FORMATS
 from .render import TABLE_MAX_ROWS, RowChunks, Rows, clip, render, render_pieces, select_chunks, visible
-from .store import DEFAULT_DB
+from .store import DEFAULT_DB, NotALogmineDatabase
 from .terminal import emit, emit_pieces
 
 if TYPE_CHECKING:
@@ -227,7 +227,9 @@ def export(db: str, out: str) -> None:
         try:
             written = api.export_parquet(con, out)
         except FileExistsError as exc:
-            fail(str(exc))
+            fail(str(exc) if not exc.filename else f"{exc.filename}: exists and is not a folder")
+        except OSError as exc:
+            fail(f"{exc.filename or out}: cannot write ({exc.strerror})")
     click.echo(f"{out}: {len(written)} tables, {sum(written.values()):,} rows", err=True)
 
 
@@ -247,6 +249,8 @@ def tables(db: str, fmt: str, columns: str | None, no_pager: bool) -> None:
 @output_options
 def sql(statement: str, db: str, fmt: str, columns: str | None, no_pager: bool) -> None:
     """Run any SQL over the logmine tables (`logmine tables` lists them)."""
+    if not statement.strip():
+        fail("no SQL statement given (`logmine tables` lists what there is to query)")
     with api.open_db(db) as con:
         if fmt == "table":
             show(api.sql_rows(con, statement, at_most=TABLE_MAX_ROWS), fmt, columns, no_pager)
@@ -343,7 +347,7 @@ def start() -> None:
     """Entry point that turns database errors into one-line messages."""
     try:
         main(standalone_mode=True)
-    except (LookupError, FileNotFoundError) as exc:
+    except (LookupError, FileNotFoundError, NotALogmineDatabase) as exc:
         fail(str(exc).strip("'\""))
     except interrupts.Interrupted as exc:
         click.echo(f"logmine: {exc.message()}", err=True)
@@ -356,7 +360,8 @@ def start() -> None:
         if duckdb is None or not isinstance(exc, duckdb.Error):
             raise
         message = f"database error: {str(exc).splitlines()[0]}"
-        if isinstance(exc, (duckdb.BinderException, duckdb.CatalogException)) and "ingest" not in sys.argv[1:2]:
+        if isinstance(exc, (duckdb.BinderException, duckdb.CatalogException)) and sys.argv[1:2] not in (["ingest"],
+                                                                                                    ["sql"]):
             # a table or column the queries expect is missing: the file was made by an older logmine
             message += " (a database made by another logmine version: ingest the inputs into a new one)"
         fail(locked_message(exc) or message)
@@ -372,6 +377,8 @@ def locked_message(exc: Exception) -> str | None:
     db, pid, command = holder
     command = clip(" ".join(command.split()), 80)
     if sys.argv[1:2] == ["ingest"]:
+        if " ingest" in command:
+            return f"{db} is being written by another ingest, process {pid} ({command}); run this again when it is done"
         return (f"{db} is open in process {pid} ({command}); an ingest needs it alone: close it there (a "
                 "notebook: run its last cell or restart the kernel) and ingest again; the database is unchanged")
     return f"{db} is being written by process {pid} ({command}); run this again when it is done"

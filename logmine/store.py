@@ -44,13 +44,33 @@ def save_setting(con: duckdb.DuckDBPyConnection, name: str, value: str) -> None:
     execute(con, "INSERT OR REPLACE INTO settings VALUES (?, ?)", [name, value])
 
 
+# DuckDB would fetch an extension from the internet to open some files (a SQLite one): logmine never does.
+OFFLINE = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+class NotALogmineDatabase(ValueError):
+    """The file given as the database is another kind of database."""
+
+
 def connect(db: str | Path = DEFAULT_DB, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """Open (creating if needed) a logmine database."""
     import duckdb  # here: `logmine --help` needs this module's DEFAULT_DB, not DuckDB
 
     if read_only and str(db) != ":memory:" and not Path(db).exists():
         raise FileNotFoundError(f"{db}: no such database (run `logmine ingest` first)")
-    return duckdb.connect(str(db), read_only=read_only)
+    if str(db) != ":memory:" and _starts_with(Path(db), SQLITE_MAGIC):
+        raise NotALogmineDatabase(f"{db}: a SQLite database, not a logmine one (an opencode database is an input: "
+                                  "`logmine ingest` it into a logmine database given with --db)")
+    return duckdb.connect(str(db), read_only=read_only, config=OFFLINE)
+
+
+def _starts_with(path: Path, magic: bytes) -> bool:
+    try:
+        with path.open("rb") as f:
+            return f.read(len(magic)) == magic
+    except OSError:
+        return False  # a new file, or one DuckDB will say it cannot open
 
 
 LOCK_CONFLICT = re.compile(r'Could not set lock on file "(?P<db>[^"]+)": Conflicting lock is held in (?P<program>.+?) '

@@ -155,3 +155,33 @@ def test_a_database_made_by_an_older_version_gets_one_line_saying_so(tmp_path: P
                             capture_output=True, text=True)
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
     assert "made by another logmine version" in result.stderr and "Traceback" not in result.stderr
+
+
+def failure(*args: str) -> str:
+    """The one line `logmine ARGS` prints when it refuses, checked to be one line and no traceback."""
+    result = subprocess.run([sys.executable, "-m", "logmine", *args], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    return result.stderr
+
+
+@pytest.mark.parametrize("command", [["runs"], ["ingest", str(DEMO / "journal.txt")]])
+def test_a_sqlite_file_given_as_the_database_is_refused_before_duckdb_reaches_for_the_network(
+        tmp_path: Path, command: list[str]) -> None:
+    """DuckDB would download its SQLite extension to open the file (and then write to it)."""
+    import sqlite3
+
+    sqlite = tmp_path / "opencode.db"
+    sqlite3.connect(sqlite).execute("CREATE TABLE session (id TEXT)").connection.commit()
+    before = sqlite.read_bytes()
+    assert "a SQLite database, not a logmine one" in failure(*command, "--db", str(sqlite))
+    assert sqlite.read_bytes() == before
+
+
+def test_user_mistakes_get_one_line(demo_db: str, tmp_path: Path) -> None:
+    assert "no SQL statement given" in failure("sql", "  ", "--db", demo_db)
+    typo = failure("sql", "SELECT * FROM nosuch", "--db", demo_db)
+    assert "nosuch does not exist" in typo and "another logmine version" not in typo
+    (tmp_path / "afile").write_text("")
+    assert f"{tmp_path / 'afile'}: exists and is not a folder" in failure(
+        "export", "--db", demo_db, "--parquet", str(tmp_path / "afile"))
+    assert "cannot write" in failure("export", "--db", demo_db, "--parquet", str(tmp_path / "afile" / "pq"))
