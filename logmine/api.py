@@ -25,7 +25,7 @@ from .render import (
     shortest_unique_suffixes,
     visible,
 )
-from .store import DEFAULT_DB, connect
+from .store import DEFAULT_DB, OFFLINE, connect
 
 # The ingest machinery, pandas and pyarrow are imported by the functions that use them: a command that
 # only reads (`logmine query`) starts in a fifth of the time.
@@ -218,7 +218,8 @@ def engine(db: str | Path = DEFAULT_DB) -> sqlalchemy.engine.Engine:
         raise FileNotFoundError(f"{db}: no such database (run `logmine ingest` first)")
     # No pool: each query opens the file and closes it after, so that `logmine ingest` (which needs the file
     # alone) can run between a notebook's cells.
-    return sqlalchemy.create_engine(f"duckdb:///{Path(db).resolve()}", connect_args={"read_only": True},
+    return sqlalchemy.create_engine(f"duckdb:///{Path(db).resolve()}",
+                                    connect_args={"read_only": True, "config": dict(OFFLINE)},
                                     poolclass=sqlalchemy.pool.NullPool)
 
 

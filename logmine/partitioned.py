@@ -161,12 +161,10 @@ def read_manifest(folder: str | Path) -> dict:
 def open_folder(folder: str | Path) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB whose tables are views over the Parquet files of `folder`, with the same
     columns and types as the database they were exported from, and the same views on top."""
-    import duckdb
-
-    from .store import execute
+    from .store import connect, execute
 
     manifest = read_manifest(folder)
-    con = duckdb.connect(":memory:")
+    con = connect(":memory:")
     for name, columns in manifest["tables"].items():
         files = str(Path(folder).resolve() / name / "**" / "*.parquet")
         body = ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' for c, t in columns.items())

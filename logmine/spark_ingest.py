@@ -317,14 +317,14 @@ def finish(out: Path) -> None:
     """What spans the tasks: a table that is not per source (configs, settings) once per distinct row (two
     hosts may run one config), and an empty file with its schema for each table that no task filled, so
     that every reader finds each table."""
-    import duckdb
+    from .store import connect
 
     if not (out / MANIFEST).exists():
         from .sources import InputError
 
         raise InputError(f"{out}: no input could be read, nothing was written")
     manifest = read_manifest(out)
-    con = duckdb.connect(":memory:")
+    con = connect(":memory:")
     try:
         for table, columns in manifest["tables"].items():
             folder = out / table

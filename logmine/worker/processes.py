@@ -76,9 +76,9 @@ def worker_likely(paths: list[str], db: str) -> bool:
     if db == ":memory:" or not os.path.exists(db):
         return True
     try:
-        import duckdb
+        from ..store import connect
 
-        with duckdb.connect(db, read_only=True) as con:
+        with connect(db, read_only=True) as con:
             read = dict(con.execute("SELECT path, bytes_ingested FROM sources WHERE compression IS NULL").fetchall())
     except Exception:  # noqa: BLE001 - locked, from another version, not a database: assume the worker
         return True
