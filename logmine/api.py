@@ -384,8 +384,9 @@ def summary_text(summary: dict) -> str:
         if s["untimed_markers"]:
             out.append(f"  {s['untimed_markers']:,} start, stop or exit lines have no time of their own (as in "
                        "`journalctl -o cat`): runs may miss the times only they show")
-    out.append(f"total: {summary['lines_read']:,} lines read, {summary['lines_typed']:,} typed "
-               f"-> {summary['db']}")
+    if summary["sources"]:  # a transcript alone, or inputs that all failed, read no log line
+        out.append(f"total: {summary['lines_read']:,} lines read, {summary['lines_typed']:,} typed "
+                   f"-> {summary['db']}")
     if summary["lines_untyped"]:
         out.append(f"  {summary['lines_untyped']:,} lines kept untyped: `logmine unparsed` groups them")
     for t in summary.get("transcripts", []):
@@ -393,6 +394,8 @@ def summary_text(summary: dict) -> str:
         out.append(f"  {t['sessions']} sessions, {t['messages']} messages, {t['tool_calls']} tool calls"
                    + (f", {t['unknown_records']} unknown records kept" if t["unknown_records"] else ""))
         out.extend(f"  skipped malformed input: {visible(p, one_line=True)}" for p in t["problems"][:20])
+    if summary.get("transcripts") and not summary["sources"]:
+        out.append(f"total: {len(summary['transcripts'])} transcript(s) -> {summary['db']}")
     if summary["failed"]:
         out.append(f"not stored, could not be read: {len(summary['failed'])} input(s) (listed on stderr)")
     kinds = summary["by_kind"]

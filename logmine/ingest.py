@@ -336,6 +336,12 @@ def _worth_a_worker(inp: Input, start_offset: int) -> bool:
     return inp.path != "-" and (inp.size or 0) - (start_offset if inp.resumable else 0) >= WORKER_MIN_BYTES
 
 
+def _transcript_format(head: bytes) -> str | None:
+    from .parsers.transcripts.detect import stream_format  # here: only standard input needs the readers
+
+    return stream_format(head)
+
+
 def plan_parse(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, previous: dict | None,
                 start_offset: int, first_line: int, source_id: int, redact: bool) -> tuple[ParsePlan, PeekableStream]:
     """How to parse `inp` from `start_offset`: its format and time context (told from its first lines, or
@@ -344,6 +350,9 @@ def plan_parse(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
     try:
         if start_offset == 0 and envelope is None and looks_binary(stream.head):
             raise InputError(f"{inp.display}:1: binary data, not a log (use --format plain to force)")
+        if inp.path == "-" and envelope is None and (transcript := _transcript_format(stream.head)):
+            raise InputError(f"-: an agent transcript ({transcript}) on standard input, not a log: save it to a "
+                             "file and ingest the file")
         sample = [line for line, _ in _sample_lines(stream.head)]
     except BaseException:
         stream.close()

@@ -59,3 +59,19 @@ def test_fifos_devices_loops_and_broken_transcripts(tmp_path: Path) -> None:
         f"logmine: {tmp_path}/cut.jsonl.zst: unreadable after line 1009, corrupt or truncated? "
         "(zstd data ends inside a frame)",
     ]), result.stderr
+
+
+def test_a_transcript_on_standard_input_is_refused_not_read_as_a_crashing_server(tmp_path: Path) -> None:
+    """An opencode export piped in was stored as a plain log whose JSON strings made up a failed run."""
+    db = tmp_path / "t.duckdb"
+    export = (REPO / "examples" / "demo" / "session.opencode.json").read_bytes()
+    done = subprocess.run([sys.executable, "-m", "logmine", "ingest", "-", "--db", str(db)], input=export,
+                          capture_output=True, timeout=120)
+    assert done.returncode == 1
+    assert done.stderr.decode().splitlines() == [
+        "logmine: -: an agent transcript (opencode-export) on standard input, not a log: save it to a file and "
+        "ingest the file"]
+    import duckdb
+
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM lines").fetchone() == (0,)

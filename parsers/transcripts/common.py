@@ -156,18 +156,19 @@ def first_json_lines(path: Path, head: bytes) -> Iterator[dict[str, Any]]:
     inside the first line. A line longer than LONG_LINE_CHARS ends the search."""
     if len(head) < SNIFF_BYTES:
         lines: Iterable[str] = head.decode("utf-8", errors="replace").splitlines()[:HEAD_LINES]
-        yield from _json_objects(lines)
+        yield from json_objects(lines)
         return
     import zstandard
 
     try:
         with open_text(path) as text:
-            yield from _json_objects(iter(lambda: text.readline(LONG_LINE_CHARS), ""), HEAD_LINES)
+            yield from json_objects(iter(lambda: text.readline(LONG_LINE_CHARS), ""), HEAD_LINES)
     except (OSError, EOFError, zstandard.ZstdError):
         return  # what could be read was looked at; reading the file says what is wrong with it
 
 
-def _json_objects(lines: Iterable[str], at_most: int = HEAD_LINES) -> Iterator[dict[str, Any]]:
+def json_objects(lines: Iterable[str], at_most: int = HEAD_LINES) -> Iterator[dict[str, Any]]:
+    """The JSON objects among the first `at_most` lines, up to one longer than LONG_LINE_CHARS."""
     for line_no, line in enumerate(lines):
         if line_no == at_most or len(line) == LONG_LINE_CHARS:
             return

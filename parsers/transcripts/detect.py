@@ -4,11 +4,11 @@ registered readers (`registry.py`) in turn."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from . import claude_code, codex, opencode
-from .common import first_json_lines, read_head
+from .common import first_json_lines, json_objects, read_head
 from .model import Record, SeenIds
 from .registry import TranscriptReader, reader, readers
 
@@ -35,11 +35,22 @@ def recognise(path: Path) -> TranscriptReader | None:
         head = read_head(path)
     except OSError:
         return None
+    return _recognised(path, head, first_json_lines(path, head))
+
+
+def stream_format(head: bytes) -> str | None:
+    """The transcript format a stream's first bytes show, or None: standard input has no path to read
+    on, so only the head's whole lines are looked at."""
+    found = _recognised(Path("-"), head, json_objects(head.decode("utf-8", errors="replace").splitlines()))
+    return found.name if found else None
+
+
+def _recognised(path: Path, head: bytes, lines: Iterable[dict]) -> TranscriptReader | None:
     candidates = readers()
     for candidate in candidates:
         if candidate.recognises_head(path, head):
             return candidate
-    for line in first_json_lines(path, head):
+    for line in lines:
         for candidate in candidates:
             if candidate.recognises_line(line):
                 return candidate
@@ -118,4 +129,4 @@ def read_elsewhere(path: Path, candidates: list[TranscriptReader] | None = None)
 
 
 __all__ = ["CLAUDE_CODE", "CODEX", "OPENCODE_CONCAT", "OPENCODE_EXPORT", "OPENCODE_SQLITE", "OPENCODE_STORAGE",
-           "detect", "read_elsewhere", "read_transcripts", "reader", "recognise", "sqlite_problem"]
+           "detect", "read_elsewhere", "read_transcripts", "reader", "recognise", "sqlite_problem", "stream_format"]
