@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     from . import transcripts
     from .ingest import IngestReport, Progress
+    from .sources import SortedInputs
 
 # DuckDB keeps pages of the tables being written in memory; this bounds it (it spills to disk beyond).
 INGEST_MEMORY = "128MB"
@@ -86,19 +87,19 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
     from .sources import classify_inputs
 
     utc_offset = parse_offset(tz) if tz else None
-    log_paths, transcript_paths, skipped = classify_inputs(paths)
+    found = classify_inputs(paths)
     interrupts.check()  # before the database file is made
     created = str(db) != ":memory:" and not Path(db).exists()
     umask = os.umask(0o077)  # the database, its write-ahead log and temporary files hold what the logs hold
     try:
         con = connect(db)
         try:
-            if log_paths and not created:
+            if found.logs and not created:
                 from .source_identity import start_prefix_checks
 
-                start_prefix_checks(con, log_paths)  # on another core, while the parser loads
-            report = _ingest_in_transaction(con, log_paths, transcript_paths, skipped, envelope, utc_offset,
-                                            progress, redact, jobs or os.cpu_count() or 1)
+                start_prefix_checks(con, found.logs)  # on another core, while the parser loads
+            report = _ingest_in_transaction(con, found, envelope, utc_offset, progress, redact,
+                                            jobs or os.cpu_count() or 1)
         except BaseException:
             con.close()
             if created:  # as it was: no database
@@ -113,8 +114,7 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
     return report
 
 
-def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, log_paths: list[str],
-                           transcript_paths: list[tuple[Path, str]], skipped: list[str], envelope: str | None,
+def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, found: SortedInputs, envelope: str | None,
                            utc_offset: timedelta | None, progress: Progress | None, redact: bool,
                            jobs: int = 1) -> Report:
     import duckdb
@@ -133,16 +133,17 @@ def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, log_paths: list[str],
         if redact:
             save_setting(con, "redact", "on")
         transcripts.ensure_tables(con)
-        if jobs > 2 and worth_a_pool(log_paths):  # on two cores the worker beside this process does better
-            logs = ingest_logs_parallel(con, log_paths, jobs, envelope=envelope, progress=progress, redact=redact)
+        if jobs > 2 and worth_a_pool(found.logs):  # on two cores the worker beside this process does better
+            logs = ingest_logs_parallel(con, found.logs, jobs, envelope=envelope, progress=progress, redact=redact)
         else:
             # One job: this process alone, without the parse worker it otherwise starts for a large input.
-            logs = ingest_logs(con, log_paths, envelope=envelope, progress=progress, redact=redact, worker=jobs > 1)
+            logs = ingest_logs(con, found.logs, envelope=envelope, progress=progress, redact=redact, worker=jobs > 1)
         report = Report(logs)
         execute(con, "RESET threads")  # the worker is done: the queries below may use every core
-        report.logs.failed[:0] = skipped
-        redactor = Redactor() if redact and transcript_paths else None
-        for path, fmt in transcript_paths:
+        report.logs.failed[:0] = found.skipped
+        report.logs.left = found.left
+        redactor = Redactor() if redact and found.transcripts else None
+        for path, fmt in found.transcripts:
             interrupts.check()
             try:
                 report.transcripts.append(transcripts.ingest_transcript(con, path, fmt, redactor))
@@ -396,6 +397,7 @@ def summary_text(summary: dict) -> str:
         out.extend(f"  skipped malformed input: {visible(p, one_line=True)}" for p in t["problems"][:20])
     if summary.get("transcripts") and not summary["sources"]:
         out.append(f"total: {len(summary['transcripts'])} transcript(s) -> {summary['db']}")
+    out.extend(visible(line, one_line=True) for line in summary.get("left", []))
     if summary["failed"]:
         out.append(f"not stored, could not be read: {len(summary['failed'])} input(s) (listed on stderr)")
     kinds = summary["by_kind"]

@@ -98,6 +98,7 @@ class IngestReport:
     db: str
     sources: list[SourceReport] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)  # one line per input that could not be read: file and why
+    left: list[str] = field(default_factory=list)  # one line per folder whose other files were not read
 
     def as_dict(self) -> dict:
         by_kind: Counter = Counter()
@@ -111,6 +112,7 @@ class IngestReport:
             "by_kind": dict(by_kind.most_common()),
             "sources": [s.as_dict() for s in self.sources],
             "failed": self.failed,
+            "left": self.left,
         }
 
 

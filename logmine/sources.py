@@ -11,11 +11,12 @@ import gzip
 import hashlib
 import io
 import os
+import re
 import stat
 import sys
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -31,6 +32,8 @@ GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 # What a directory walk takes as a log file (a file named explicitly is read whatever its name).
 LOG_SUFFIXES = (".log", ".txt", ".jsonl", ".gz", ".zst", ".out", ".err")
+# Rotated copies keep their log name before a counter or a date: `server.log.1`, `server.log-20261201.gz`.
+ROTATED_LOG = re.compile(r"\.(?:log|txt|jsonl|out|err)(?:[.-]\d+)+(?:\.(?:gz|zst))?$")
 
 
 class InputError(Exception):
@@ -292,32 +295,45 @@ def file_size(path: str) -> int:
 # ---------------------------------------------------------------- what the user named
 
 
-def classify_inputs(paths: list[str]) -> tuple[list[str], list[tuple[Path, str]], list[str]]:
-    """(log paths, [(transcript path, format)], [one line per input skipped, saying why]);
-    a directory may hold both kinds."""
-    logs: list[str] = []
-    transcripts: list[tuple[Path, str]] = []
-    skipped: list[str] = []
+@dataclass
+class SortedInputs:
+    logs: list[str] = field(default_factory=list)
+    transcripts: list[tuple[Path, str]] = field(default_factory=list)  # (path, format)
+    skipped: list[str] = field(default_factory=list)  # one line per input that cannot be read, saying why
+    left: list[str] = field(default_factory=list)  # one line per folder whose other files were not read
+
+    def count(self) -> int:
+        return len(self.logs) + len(self.transcripts) + len(self.skipped)
+
+
+def classify_inputs(paths: list[str]) -> SortedInputs:
+    """What the user named, sorted into server logs and agent transcripts; a directory may hold both kinds."""
+    found = SortedInputs()
     walked: set[tuple[int, int]] = set()
     for given in paths:
         if given == "-":
-            logs.append(given)
+            found.logs.append(given)
             continue
         path = Path(given)
         if not path.is_dir():
-            add_file(path, given, logs, transcripts, skipped, named=True)
+            add_file(path, given, found, named=True)
             continue
-        found_before = len(logs) + len(transcripts) + len(skipped)
-        walk_directory(path, logs, transcripts, skipped, walked)
-        if len(logs) + len(transcripts) + len(skipped) == found_before:
-            skipped.append(f"{given}: no log files ({', '.join(LOG_SUFFIXES)}) or agent transcripts in it")
-    return logs, transcripts, skipped
+        found_before, other_files = found.count(), []
+        walk_directory(path, found, walked, other_files)
+        if found.count() == found_before:
+            found.skipped.append(f"{given}: no log files ({', '.join(LOG_SUFFIXES)}, or logs by their lines) "
+                                 "or agent transcripts in it")
+        elif other_files:
+            found.left.append(f"{given}: {len(other_files):,} other files not read, neither logs by name nor by "
+                              f"their lines (such as {other_files[0].name}; name a file to read it as a log)")
+    return found
 
 
-def add_file(path: Path, name: str, logs: list[str], transcripts: list[tuple[Path, str]], skipped: list[str],
-             named: bool) -> None:
-    """Sort one file: a file the user `named` is read as a log whatever its name; in a directory, only
-    files with a log suffix are. A FIFO or device is never opened: reading it could wait forever."""
+def add_file(path: Path, name: str, found: SortedInputs, named: bool, other_files: list[Path] | None = None) -> None:
+    """Sort one file: a file the user `named` is read as a log whatever its name; in a directory, files
+    with a log's name (rotated copies too), and files without a suffix whose first lines are a journal's
+    or SGLang's; the others go to `other_files`. A FIFO or device is never opened: reading it could wait
+    forever."""
     # Imported here: the transcript readers are needed to sort inputs, never by a parse worker reading bytes.
     from .parsers.transcripts.detect import detect, read_elsewhere, sqlite_problem
 
@@ -325,21 +341,42 @@ def add_file(path: Path, name: str, logs: list[str], transcripts: list[tuple[Pat
         return  # read with the transcript it belongs to
     problem = not_a_file(path)
     if problem:
-        skipped.append(f"{name}: {problem}")
+        found.skipped.append(f"{name}: {problem}")
         return
-    found = detect(path)
-    if found:
-        transcripts.append((path, found))
+    transcript = detect(path)
+    if transcript:
+        found.transcripts.append((path, transcript))
         return
     problem = sqlite_problem(path) if named or path.suffix == ".db" else None
     if problem:
-        skipped.append(f"{name}: {problem}")
-    elif named or path.name.endswith(LOG_SUFFIXES):
-        logs.append(name)
+        found.skipped.append(f"{name}: {problem}")
+    elif named or named_like_a_log(path.name) or (_without_suffix(path) and _reads_like_a_log(path)):
+        found.logs.append(name)
+    elif other_files is not None:
+        other_files.append(path)
 
 
-def walk_directory(root: Path, logs: list[str], transcripts: list[tuple[Path, str]], skipped: list[str],
-                   walked: set[tuple[int, int]]) -> None:
+def named_like_a_log(name: str) -> bool:
+    return name.endswith(LOG_SUFFIXES) or ROTATED_LOG.search(name) is not None
+
+
+def _without_suffix(path: Path) -> bool:
+    """`server`, `syslog.1`: a name that says nothing of what the file holds."""
+    return path.suffix == "" or path.suffix[1:].isdigit()
+
+
+def _reads_like_a_log(path: Path) -> bool:
+    from .parsers.envelopes import looks_like_a_log
+
+    try:
+        with path.open("rb") as f:
+            head = f.read(SNIFF_BYTES)
+    except OSError:
+        return False
+    return not looks_binary(head) and looks_like_a_log(head.decode("utf-8", errors="replace").splitlines()[:200])
+
+
+def walk_directory(root: Path, found: SortedInputs, walked: set[tuple[int, int]], other_files: list[Path]) -> None:
     """Transcript trees (an opencode `storage/`) are taken whole; other files one by one. Each real
     directory is walked once, however many symlinks lead to it (a link to `.` would loop forever)."""
     from .parsers.transcripts.detect import detect
@@ -348,12 +385,12 @@ def walk_directory(root: Path, logs: list[str], transcripts: list[tuple[Path, st
     if (info.st_dev, info.st_ino) in walked:
         return
     walked.add((info.st_dev, info.st_ino))
-    found = detect(root)
-    if found:
-        transcripts.append((root, found))
+    tree = detect(root)
+    if tree:
+        found.transcripts.append((root, tree))
         return
     for child in sorted(root.iterdir()):
         if child.is_dir():
-            walk_directory(child, logs, transcripts, skipped, walked)
+            walk_directory(child, found, walked, other_files)
         else:
-            add_file(child, str(child), logs, transcripts, skipped, named=False)
+            add_file(child, str(child), found, named=False, other_files=other_files)

@@ -112,10 +112,10 @@ def ingest(paths: list[str], out: str | Path, master: str = "local[2]", envelope
                 inputs += found
                 skipped += problems
             continue
-        logs, transcripts, problems = classify_inputs(list(group))
-        inputs += logs
-        skipped += problems + [f"{path}: an agent transcript: the Spark engine reads logs only (ingest it with "
-                               "the DuckDB engine)" for path, _ in transcripts]
+        found = classify_inputs(list(group))
+        inputs += found.logs
+        skipped += found.skipped + [f"{path}: an agent transcript: the Spark engine reads logs only (ingest it "
+                                    "with the DuckDB engine)" for path, _ in found.transcripts]
     out.mkdir(parents=True, exist_ok=True)
     batch_rows = "spark.sql.execution.arrow.maxRecordsPerBatch"
     before = spark.conf.get(batch_rows)
@@ -225,9 +225,9 @@ def local_out(out: str) -> Path:
 
 def list_uri(spark: object, given: str) -> tuple[list[RemoteFile], list[str]]:
     """([the files `given` names, as a serial ingest would order them], [a line saying why it gave none]),
-    listed by the Hadoop filesystem Spark is configured with: a file as it is, a folder's files with a log
-    suffix, recursively."""
-    from .sources import LOG_SUFFIXES
+    listed by the Hadoop filesystem Spark is configured with: a file as it is, a folder's files with a log's
+    name (rotated copies too), recursively."""
+    from .sources import LOG_SUFFIXES, named_like_a_log
 
     jvm = getattr(spark, "_jvm", None)
     if jvm is None:
@@ -244,7 +244,7 @@ def list_uri(spark: object, given: str) -> tuple[list[RemoteFile], list[str]]:
         while listing.hasNext():
             child = listing.next()
             name = child.getPath().toString()
-            if child.getPath().getName().endswith(LOG_SUFFIXES):
+            if named_like_a_log(child.getPath().getName()):
                 found.append((child, _uri_display(name)))
     except Exception as exc:  # noqa: BLE001 - Hadoop's errors reach Python as Py4JJavaError
         return [], [f"{given}: {_java_problem(exc)}"]

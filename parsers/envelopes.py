@@ -303,6 +303,12 @@ def detect_format(sample: Iterable[str]) -> str:
     return best if counts[best] >= len(lines) * 0.3 else "plain"
 
 
+def looks_like_a_log(sample: list[str]) -> bool:
+    """Whether first lines are a log logmine reads (for a file whose name does not say): most of them in a
+    journal's envelope or stamped, or some of them SGLang's."""
+    return detect_format(sample) != "plain" or any(SGLANG_DATE.match(line) for line in sample)
+
+
 def infer_context(fmt: str, sample: Iterable[str], fallback_year: int) -> TimeContext:
     """Year for year-less journal stamps; UTC offset for epoch stamps (from SGLang's own local times)."""
     ctx = TimeContext(year=fallback_year)

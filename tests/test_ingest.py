@@ -344,3 +344,23 @@ def test_garbled_lines_are_stored_not_raised(tmp_path: Path, name: str) -> None:
     if name.startswith("pid") or name.startswith("rank"):
         assert con.execute("SELECT pid, tp FROM lines").fetchall() == [(None, None)] * n
     assert len(api.runs(con)) >= 1  # the named queries read what was stored
+
+
+def test_a_folder_gives_its_rotated_and_unnamed_logs_and_says_what_it_left(tmp_path: Path) -> None:
+    """A rotated copy (`.log.1`, `.log-DATE.gz`) is a log by its name, a file without a suffix by its first
+    lines; whatever else the folder holds is counted in one line, not silently left."""
+    demo = (Path(__file__).resolve().parents[1] / "examples" / "demo" / "journal.txt").read_text()
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "sglang.log.1").write_text(demo)
+    with gzip.open(folder / "sglang.log-20261201.gz", "wt") as f:
+        f.write(demo.replace("Mar 12", "Mar 13"))
+    (folder / "server").write_text("[2026-03-14 10:00:00 TP0] Load weight begin. avail mem=78.64 GB\n")
+    (folder / "notes").write_text("restarted twice, see the journal\n")
+    (folder / "run.sh").write_text("python -m sglang.launch_server --model-path m\n")
+    report = api.ingest([str(folder)], db=tmp_path / "t.duckdb")
+    assert sorted(Path(s.path).name for s in report.logs.sources) == ["server", "sglang.log-20261201.gz",
+                                                                      "sglang.log.1"]
+    assert report.logs.failed == []
+    assert report.logs.left == [f"{folder}: 2 other files not read, neither logs by name nor by their lines "
+                                "(such as notes; name a file to read it as a log)"]
