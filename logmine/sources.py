@@ -2,7 +2,8 @@
 a log's bytes read from files, stdin, gzip and zstd as physical lines in blocks.
 
 Nothing here knows about log formats. Lines are split on `\\n` only (as journald does), so `\\r`
-progress bars stay inside their line; bytes that are not UTF-8 are kept as `\\xNN` escapes.
+progress bars stay inside their line, but a `\\r` just before the `\\n` (a file written with Windows line
+endings) is no part of its line; bytes that are not UTF-8 are kept as `\\xNN` escapes.
 """
 
 from __future__ import annotations
@@ -211,16 +212,18 @@ class LineBlock:
         try:
             text = self.data.decode("utf-8")
         except UnicodeDecodeError:
-            return [decode(raw) for raw in self.data.split(b"\n")]
+            return [decode(raw.removesuffix(b"\r")) for raw in self.data.split(b"\n")]
         if "\x00" in text:
-            return [decode(raw) for raw in self.data.split(b"\n")]
-        return [(line, False) for line in text.split("\n")]
+            return [decode(raw.removesuffix(b"\r")) for raw in self.data.split(b"\n")]
+        return [(line.removesuffix("\r"), False) for line in text.split("\n")]
 
     def columns(self) -> tuple[pa.StringArray, np.ndarray]:
         """The lines as an Arrow column, with a flag per line for bytes that were not valid UTF-8."""
         if b"\x00" not in self.data:
-            newlines = np.flatnonzero(np.frombuffer(self.data, dtype=np.uint8) == ord("\n"))
+            data = np.frombuffer(self.data, dtype=np.uint8)
+            newlines = np.flatnonzero(data == ord("\n"))
             starts, stops = np.r_[0, newlines + 1], np.r_[newlines, len(self.data)]
+            stops -= (stops > starts) & (data[np.maximum(stops - 1, 0)] == ord("\r")) if len(data) else 0
             lines = buffer_spans(pa.py_buffer(self.data), starts, stops)
             try:
                 lines.validate(full=True)  # UTF-8

@@ -364,3 +364,17 @@ def test_a_folder_gives_its_rotated_and_unnamed_logs_and_says_what_it_left(tmp_p
     assert report.logs.failed == []
     assert report.logs.left == [f"{folder}: 2 other files not read, neither logs by name nor by their lines "
                                 "(such as notes; name a file to read it as a log)"]
+
+
+def test_windows_line_endings_give_the_tables_of_unix_ones(tmp_path: Path) -> None:
+    """Every message ended with a visible `\\r`, and `-- Boot ... --` was a progress bar."""
+    from .test_fleet import table_fingerprints
+
+    demo = (Path(__file__).resolve().parents[1] / "examples" / "demo" / "journal.txt").read_bytes()
+    for name, text in (("unix", demo), ("windows", demo.replace(b"\n", b"\r\n"))):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "journal.txt").write_bytes(text)
+        api.ingest([str(tmp_path / name / "journal.txt")], db=tmp_path / f"{name}.duckdb")
+    unix, windows = (table_fingerprints(tmp_path / f"{name}.duckdb") for name in ("unix", "windows"))
+    differ = [t for t in unix if unix[t] != windows[t]]
+    assert differ == ["sources"]  # their paths, sizes and hashes
