@@ -118,6 +118,15 @@ def _hash_up_to(stream: BinaryIO, hasher: Hasher, done: int, length: int) -> int
     return done
 
 
+def _content_length_is(inp: Input, length: int) -> bool:
+    """Whether a compressed input holds exactly `length` bytes once decompressed (read through to see)."""
+    with open_bytes(inp) as stream:
+        done = 0
+        while done <= length and (block := _read(stream, min(BLOCK_BYTES, length + 1 - done))):
+            done += len(block)
+    return done == length
+
+
 def _read(stream: BinaryIO, size: int) -> bytes:
     try:
         return stream.read(size)
@@ -245,7 +254,8 @@ def same_content(con: duckdb.DuckDBPyConnection, inp: Input) -> SameContent | No
         matches += [s for s in group if hashes.get(read_length(s)) == s["content_hash"]]
     if matches:
         source = max(matches, key=lambda s: (read_length(s), -s["source_id"]))
-        same_size = inp.compression is None and inp.size == read_length(source)
+        same_size = inp.size == read_length(source) if inp.compression is None else \
+            _content_length_is(inp, read_length(source))
         return SameContent(source, "copy" if same_size and still_there(source) else "continues")
     if inp.compression is None and inp.size:
         for source in sorted(sources, key=lambda s: s["source_id"]):

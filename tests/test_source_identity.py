@@ -10,6 +10,7 @@ from pathlib import Path
 import duckdb
 import pytest
 import xxhash
+import zstandard
 
 from logmine.ingest import IngestReport, ingest_logs
 from tests.test_growth import JOURNAL, tables
@@ -56,6 +57,23 @@ def test_a_copy_under_another_name_is_stored_once(tmp_path: Path) -> None:
     assert [(s.status, s.source_id) for s in report.sources] == [("copy", 1), ("unchanged", 1)]
     assert report.sources[0].note == f"a copy of source 1 ({path}): skipped, stored once"
     assert tables(con) == whole(path)
+
+
+@pytest.mark.parametrize("compress", [gzip.compress, zstandard.compress], ids=["gzip", "zstd"])
+def test_a_compressed_copy_beside_its_original_is_a_copy(tmp_path: Path, compress) -> None:
+    """Not a rotation, which took the source over and read the copy again whole ("continues ... renamed or
+    rotated"); a compressed file holding more than the original still continues it."""
+    path, copy, longer = tmp_path / "journal.txt", tmp_path / "journal.txt.1.z", tmp_path / "journal.txt.2.z"
+    data = JOURNAL.read_bytes()
+    path.write_bytes(data)
+    copy.write_bytes(compress(data))
+    longer.write_bytes(compress(data + MORE))
+    con = duckdb.connect()
+    ingest(con, path)
+    report = ingest(con, copy, longer)
+    assert [(s.status, s.source_id) for s in report.sources] == [("copy", 1), ("replaced", 1)]
+    assert report.sources[0].note == f"a copy of source 1 ({path}): skipped, stored once"
+    assert tables(con) == whole(longer)
 
 
 def test_a_rotated_journal_goes_on_as_its_source_and_its_older_copies_are_skipped(tmp_path: Path) -> None:
