@@ -59,13 +59,13 @@ def show(data: Rows | RowChunks | pd.DataFrame, fmt: str, columns: str | None, n
     emit(render(data, fmt, columns=picked, key_columns=key_columns), pager=fmt == "table" and not no_pager)
 
 
-@click.group()
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="logmine")
 def main() -> None:
     """Typed events from SGLang journals and coding-agent transcripts, in DuckDB."""
 
 
-@main.command()
+@main.command(short_help='Store SGLang logs and agent transcripts in the database.')
 @click.argument("paths", nargs=-1, required=True)
 @DB_OPTION
 @click.option("--format", "envelope", default=None, cls=EnvelopeOption)
@@ -140,7 +140,7 @@ def spark_ingest_command(paths: list[str], out: str | None, master: str, envelop
         sys.exit(INPUT_FAILED)
 
 
-@main.command()
+@main.command(short_help='Lines logmine could not type, grouped by template.')
 @DB_OPTION
 @click.option("--limit", default=50, show_default=True, help="How many templates to show.")
 @output_options
@@ -151,7 +151,7 @@ def unparsed(db: str, limit: int, fmt: str, columns: str | None, no_pager: bool)
     show(rows, fmt, columns, no_pager, named_queries.key_columns("unparsed"))
 
 
-@main.command()
+@main.command(short_help='Server runs: start, ready, end and why, load, memory.')
 @DB_OPTION
 @click.option("--run", "run_", type=int, default=None, help="Only this run ordinal.")
 @click.option("--source", default=None, help="Only this source (path, or any suffix of it that names one).")
@@ -171,7 +171,7 @@ class QueryCommand(click.Command):
             formatter.write_dl([(name, clip(named_queries.summary(name), room)) for name in names])
 
 
-@main.command(cls=QueryCommand)
+@main.command(cls=QueryCommand, short_help='Run a named query (without NAME: list them).')
 @click.argument("name", required=False)
 @DB_OPTION
 @click.option("--run", "run_", type=int, default=None, help="Only this run ordinal.")
@@ -217,7 +217,7 @@ def query_command(db: str, name: str, fmt: str, columns: str | None, no_pager: b
             show(api.query_chunks(con, name, **params), fmt, columns, no_pager, keys)
 
 
-@main.command()
+@main.command(short_help='The database as Parquet files for DuckDB, Spark, Trino.')
 @DB_OPTION
 @click.option("--parquet", "out", required=True, metavar="FOLDER",
               help="Write every table here as Parquet, partitioned by host=/day= (each table's folder is replaced).")
@@ -233,7 +233,7 @@ def export(db: str, out: str) -> None:
     click.echo(f"{out}: {len(written)} tables, {sum(written.values()):,} rows", err=True)
 
 
-@main.command()
+@main.command(short_help='The tables and views, with their rows and columns.')
 @DB_OPTION
 @output_options
 def tables(db: str, fmt: str, columns: str | None, no_pager: bool) -> None:
@@ -243,7 +243,7 @@ def tables(db: str, fmt: str, columns: str | None, no_pager: bool) -> None:
     show(rows, fmt, columns, no_pager, ["rows", *named_queries.key_columns("tables")])
 
 
-@main.command()
+@main.command(short_help='Run any SQL over the logmine tables.')
 @click.argument("statement")
 @DB_OPTION
 @output_options
@@ -258,7 +258,7 @@ def sql(statement: str, db: str, fmt: str, columns: str | None, no_pager: bool) 
             show(api.sql_chunks(con, statement), fmt, columns, no_pager)
 
 
-@main.command()
+@main.command(short_help='Server args that differ between two runs.')
 @click.argument("run_a")
 @click.argument("run_b")
 @DB_OPTION
@@ -269,7 +269,7 @@ def diff(run_a: str, run_b: str, db: str, fmt: str, columns: str | None, no_page
         show(api.diff(con, run_a, run_b), fmt, columns, no_pager)
 
 
-@main.command()
+@main.command(short_help='Open the database in JupyterLab, on the bundled notebooks.')
 @DB_OPTION
 @click.option("--port", type=int, default=None, help="Port to serve on (default: a free one).")
 @click.option("--run", "run_", type=int, default=None, help="The run the postmortem notebook shows (default: the "
@@ -292,7 +292,7 @@ def lab(db: str, port: int | None, run_: int | None, browser: bool) -> None:
         fail(f"JupyterLab exited (code {code})")
 
 
-@main.command()
+@main.command(short_help='Write a postmortem that cites a log line for each figure.')
 @DB_OPTION
 @click.option("-o", "--output", required=True, help="FILE.html, FILE.md, or - for standard output.")
 @click.option("--format", "fmt", type=click.Choice(["html", "markdown"]), default=None,
@@ -323,19 +323,19 @@ def report(db: str, output: str, fmt: str | None, runs: tuple[int, ...], source:
 CLAIM_HEADERS = {"message_index": "msg", "text": "claim", "measured_figure": "measured", "measured_source": "source"}
 
 
-@main.command()
+@main.command(short_help="The agents' numbers checked against the logs.")
 @DB_OPTION
 @click.option("--session", default=None, help="Only this agent session id.")
 @click.option("--run", "run_", type=int, default=None, help="Only claims about this run ordinal.")
-@click.option("--format", "fmt", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True)
-def claims(db: str, session: str | None, run_: int | None, fmt: str) -> None:
+@output_options
+def claims(db: str, session: str | None, run_: int | None, fmt: str, columns: str | None, no_pager: bool) -> None:
     """The agents' numbers checked against the logs, inconsistent first."""
     with api.open_db(db) as con:
         df = api.query(con, "claims", session=session, run=run_)
-    if fmt == "table":
+    if fmt == "table" and not columns:
         df = df[named_queries.key_columns("claims")].assign(measured_source=df["measured_source"].map(
             lambda s: s.rsplit("/", 1)[-1] if isinstance(s, str) else s)).rename(columns=CLAIM_HEADERS)
-    emit(render(df, fmt), pager=fmt == "table")
+    show(df, fmt, columns, no_pager)
 
 
 def fail(message: str) -> None:
