@@ -278,17 +278,29 @@ def check_selection(con: duckdb.DuckDBPyConnection, **params: object) -> dict[st
             known = [f"{name}: {_spans(ordinals)}" for name, (_, ordinals) in zip(names, found, strict=True)]
             raise LookupError(f"no run {run_}{where}; the runs are {_listing(known, separator='; ')}")
     if session is not None:
-        ids = [r[0] for r in named_queries.fetch(con, "SELECT id FROM sessions ORDER BY id").rows]
-        if session not in ids:
-            raise LookupError(f"no session {session!r}; the sessions are {_listing(ids)}")
+        params["session"] = resolve_session(con, str(session))
     return params
 
 
+def resolve_session(con: duckdb.DuckDBPyConnection, session: str) -> str:
+    """The session id named whole or by a unique start (as tables and reports shorten it, `ses_31e9…`)."""
+    ids = [r[0] for r in named_queries.fetch(con, "SELECT id FROM sessions ORDER BY id").rows]
+    start = session.removesuffix("…")
+    matches = [i for i in ids if i == session] or [i for i in ids if start and i.startswith(start)]
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise LookupError(f"session {session!r} begins several sessions: {_listing(matches)}")
+    raise LookupError(f"no session {session!r}; the sessions are {_listing(ids)}")
+
+
 def resolve_source(con: duckdb.DuckDBPyConnection, source: str) -> str:
-    """The display name of the source named by its path, display name or a unique path suffix."""
+    """The display name of the source named by its path, display name, or a unique suffix: whole parts of
+    its path first (`kimi-k25/journal.txt`), else any end of it (`qwen3_32b.log`)."""
     known = named_queries.fetch(con, "SELECT display, path FROM sources WHERE kind = 'log' ORDER BY source_id").rows
     exact = [d for d, p in known if source in (d, p)]
-    matches = exact or [d for d, p in known if d.endswith("/" + source) or p.endswith("/" + source)]
+    matches = exact or [d for d, p in known if d.endswith("/" + source) or p.endswith("/" + source)] \
+        or [d for d, p in known if p.endswith(source)]
     if len(matches) == 1:
         return matches[0]
     if matches:

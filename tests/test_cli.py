@@ -185,3 +185,13 @@ def test_user_mistakes_get_one_line(demo_db: str, tmp_path: Path) -> None:
     assert f"{tmp_path / 'afile'}: exists and is not a folder" in failure(
         "export", "--db", demo_db, "--parquet", str(tmp_path / "afile"))
     assert "cannot write" in failure("export", "--db", demo_db, "--parquet", str(tmp_path / "afile" / "pq"))
+
+
+def test_a_source_by_any_end_of_its_path_and_a_session_by_its_start(demo_db: str) -> None:
+    with api.open_db(demo_db) as con:
+        (session,) = [r[0] for r in con.execute("SELECT id FROM sessions").fetchall()]
+        (display,) = con.execute("SELECT display FROM sources WHERE kind = 'log'").fetchone()
+        assert api.check_selection(con, source="nal.txt", session=session[:8] + "…") == {
+            "source": display, "session": session}
+        with pytest.raises(LookupError, match="no session 'nosuch'"):
+            api.check_selection(con, session="nosuch")
