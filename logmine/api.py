@@ -274,8 +274,8 @@ def check_selection(con: duckdb.DuckDBPyConnection, **params: object) -> dict[st
             source=params.get("source")).rows
         if not any(run_ in ordinals for _, ordinals in found):
             where = f" in {source}" if source is not None else ""
-            names = shortest_unique_suffixes([display for display, _ in found])
-            known = [f"{name}: {_spans(ordinals)}" for name, (_, ordinals) in zip(names, found, strict=True)]
+            names = source_names(con)  # as among all sources: `journal.txt` alone could be any of them
+            known = [f"{names[display]}: {_spans(ordinals)}" for display, ordinals in found]
             raise LookupError(f"no run {run_}{where}; the runs are {_listing(known, separator='; ')}")
     if session is not None:
         params["session"] = resolve_session(con, str(session))
@@ -355,7 +355,8 @@ def runs(con: duckdb.DuckDBPyConnection, source: str | None = None) -> pd.DataFr
 
 
 def diff(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str) -> pd.DataFrame:
-    """Every server arg that differs between two runs, named `ORDINAL` or `SOURCE:ORDINAL`."""
+    """Every server arg that differs between two runs, named `SOURCE:ORDINAL` (or `ORDINAL` when one
+    source has runs)."""
     from . import runs
 
     configs = [run_config(con, ref) for ref in (run_a, run_b)]
@@ -367,18 +368,44 @@ def diff(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str) -> pd.DataFrame
 
 
 def run_config(con: duckdb.DuckDBPyConnection, ref: str) -> dict:
-    """The typed server args of a run named `ORDINAL` (first source) or `SOURCE:ORDINAL`."""
+    """The typed server args of a run named `SOURCE:ORDINAL`, or `ORDINAL` when one source has runs."""
+    source, ordinal = resolve_run(con, ref)
+    found = named_queries.execute_sql(con, """
+        SELECT c.args FROM runs AS r JOIN sources AS s USING (source_id) JOIN configs AS c USING (config_id)
+        WHERE r.ordinal = $ordinal AND s.display = $source""", ordinal=ordinal, source=source)
+    if found.empty:
+        raise LookupError(f"run {ref!r}: no server_args dump")
+    return found.iloc[0, 0]
+
+
+def resolve_run(con: duckdb.DuckDBPyConnection, ref: str) -> tuple[str, int]:
+    """The display name of the source and the ordinal of the run `ref` names; LookupError when it names
+    none, or could name a run of several sources (a picked one would compare the wrong server)."""
     source, _, ordinal = ref.rpartition(":")
     if not ordinal.isdigit():
         raise LookupError(f"run {ref!r}: expected ORDINAL or SOURCE:ORDINAL")
-    found = named_queries.execute_sql(con, """
-        SELECT c.args FROM runs AS r JOIN sources AS s USING (source_id) JOIN configs AS c USING (config_id)
-        WHERE r.ordinal = $ordinal AND ($source = '' OR s.display = $source OR s.path = $source
-                                        OR s.display LIKE '%' || $source)
-        ORDER BY r.source_id LIMIT 1""", ordinal=int(ordinal), source=source)
-    if found.empty:
-        raise LookupError(f"run {ref!r}: no such run with a server_args dump")
-    return found.iloc[0, 0]
+    checked = check_selection(con, source=source or sole_source_with_runs(con, ref), run=int(ordinal))
+    return checked["source"], int(ordinal)
+
+
+def sole_source_with_runs(con: duckdb.DuckDBPyConnection, ref: str) -> str | None:
+    """The source a bare ORDINAL means: the only one with runs (None when none has any)."""
+    with_runs = [display for (display,) in named_queries.fetch(con, """
+        SELECT s.display FROM runs AS r JOIN sources AS s USING (source_id)
+        GROUP BY s.display ORDER BY min(r.source_id)""").rows]
+    if len(with_runs) > 1:
+        names = source_names(con)
+        raise LookupError(f"run {ref!r}: several sources have runs ({_listing([names[d] for d in with_runs])}); "
+                          f"name it as SOURCE:ORDINAL, e.g. {names[with_runs[0]]}:{ref}")
+    return with_runs[0] if with_runs else None
+
+
+def source_names(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """Each log source's display name cut to the last components that still tell it from the others, as
+    `logmine runs` shows them: `journal.txt` alone, `demo/journal.txt` beside `kimi-k25/journal.txt`."""
+    displays = [d for (d,) in named_queries.fetch(
+        con, "SELECT display FROM sources WHERE kind = 'log' ORDER BY source_id").rows]
+    return dict(zip(displays, shortest_unique_suffixes(displays), strict=True))
 
 
 def unparsed(con: duckdb.DuckDBPyConnection, limit: int = 50) -> pd.DataFrame:

@@ -264,7 +264,7 @@ def sql(statement: str, db: str, fmt: str, columns: str | None, no_pager: bool) 
 @DB_OPTION
 @output_options
 def diff(run_a: str, run_b: str, db: str, fmt: str, columns: str | None, no_pager: bool) -> None:
-    """Server args that differ between two runs (ORDINAL or SOURCE:ORDINAL)."""
+    """Server args that differ between two runs (SOURCE:ORDINAL, or ORDINAL when one source has runs)."""
     with api.open_db(db) as con:
         show(api.diff(con, run_a, run_b), fmt, columns, no_pager)
 

@@ -34,6 +34,23 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def two_journals_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two servers' journals, both named journal.txt, in one database (built once; open it read-only):
+    gpu-a/ holds the bundled example's three runs; gpu-b/ its first two, of a model renamed qwen3-8b, so
+    that a figure of one server cannot pass for the other's."""
+    root = tmp_path_factory.mktemp("two-journals")
+    demo = (REPO / "examples" / "demo" / "journal.txt").read_text().splitlines(keepends=True)
+    # Line 967 ends run 2 (its systemd verdicts); the restart that begins run 3 is left out.
+    journals = {"gpu-a": "".join(demo), "gpu-b": "".join(demo[:967]).replace("qwen3-32b", "qwen3-8b")}
+    for host, text in journals.items():
+        (root / host).mkdir()
+        (root / host / "journal.txt").write_text(text)
+    db = root / "two.duckdb"
+    api.ingest([str(root / host / "journal.txt") for host in journals], db=db)
+    return db
+
+
+@pytest.fixture(scope="session")
 def ingested(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., duckdb.DuckDBPyConnection]:
     """ingested(path, ...) -> read-only connection to a database holding those inputs (cached)."""
     cache: dict[tuple[str, ...], Path] = {}

@@ -81,6 +81,31 @@ def test_sql_and_diff_commands(demo_db: str) -> None:
     assert {d["key"]: [d["2"], d["3"]] for d in diff}["hicache_ratio"] == [3.0, 2.0]
 
 
+def refused(*args: str) -> str:
+    """The one line `logmine` prints when it refuses a command (exit 2, nothing on stdout)."""
+    result = subprocess.run([sys.executable, "-m", "logmine", *args], capture_output=True, text=True, timeout=300)
+    assert (result.returncode, result.stdout) == (2, ""), result.stderr
+    (line,) = result.stderr.splitlines()
+    return line
+
+
+def test_diff_names_a_run_by_its_source_when_several_have_runs(two_journals_db: Path) -> None:
+    db = str(two_journals_db)
+    assert refused("diff", "1", "2", "--db", db) == (
+        "logmine: run '1': several sources have runs (gpu-a/journal.txt, gpu-b/journal.txt); name it as "
+        "SOURCE:ORDINAL, e.g. gpu-a/journal.txt:1")
+    # A name that fits both journals is refused as `runs --source` refuses it, never read as the first one.
+    ambiguous = refused("diff", "journal.txt:1", "journal.txt:2", "--db", db)
+    assert ambiguous == refused("runs", "--source", "journal.txt", "--db", db)
+    assert ambiguous.startswith("logmine: source 'journal.txt' names several sources: ")
+    assert refused("diff", "gpu-b/journal.txt:1", "gpu-b/journal.txt:3", "--db", db) == (
+        "logmine: no run 3 in gpu-b/journal.txt; the runs are gpu-b/journal.txt: 1-2")
+    diff = json.loads(logmine("diff", "gpu-a/journal.txt:1", "gpu-b/journal.txt:2", "--db", db, "--format", "json"))
+    changed = {d["key"]: [d["gpu-a/journal.txt:1"], d["gpu-b/journal.txt:2"]] for d in diff}
+    assert changed["served_model_name"] == ["qwen3-32b", "qwen3-8b"]  # run 2 of gpu-b, not of gpu-a
+    assert changed["hicache_ratio"] == [2.0, 3.0] and changed["enable_hierarchical_cache"] == [False, True]
+
+
 def test_the_terminal_table_shows_a_traceback_on_one_short_line() -> None:
     traceback = "Traceback (most recent call last):\n" + '  File "x.py", line 1, in f\n' * 40 + "ValueError: bad"
     table = api.render(pd.DataFrame({"n_lines": [42], "text": [traceback]}), "table")

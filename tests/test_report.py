@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from logmine import api, named_queries
 from logmine.cli import main
+from logmine.report import build
 from tests.conftest import REPO, shared_path
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -237,3 +238,105 @@ def test_claims_table_puts_inconsistent_first(monkeypatch: pytest.MonkeyPatch,
     table = table.splitlines()
     assert [row.split(" | ")[0] for row in table[2:]] == ["| inconsistent", "| consistent", "| unverifiable"]
     assert "~334 GB total | 334.00 GB | 358.16 GB | journal run 3: sum of 8 lines" in table[2]
+
+
+# A log line cited in Markdown: [`FILE:LINE`] (a transcript message's citation has a space in it).
+CITED_LINE = re.compile(r"\[`(\S+):\d+`\]")
+
+
+def section(markdown: str, title: str) -> str:
+    return markdown.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def table_rows(markdown: str) -> list[list[str]]:
+    """The cells of a Markdown table's body rows (the header and its rule left out)."""
+    lines = [line for line in markdown.splitlines() if line.startswith("| ")][1:]
+    return [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
+
+
+def timeline_phases(markdown: str) -> dict[str, list[str]]:
+    """The timeline table: each phase's cells, one per run."""
+    return {row[0]: row[1:] for row in table_rows(section(markdown, "Timeline of every run"))}
+
+
+@pytest.fixture(scope="module")
+def two_journals(two_journals_db: Path) -> str:
+    with api.open_db(two_journals_db) as con:
+        return api.report(con, fmt="markdown")
+
+
+def test_a_report_of_two_journals_describes_each_server_apart(two_journals: str) -> None:
+    md = two_journals
+    assert md.startswith("# Postmortem: gpu-a/journal.txt, gpu-b/journal.txt\n")
+    summary = section(md, "Summary").strip().split("\n\n")
+    openers = [i for i, sentence in enumerate(summary) if " server starts of " in sentence]
+    assert [summary[i] for i in openers] == [
+        "3 server starts of qwen3-32b (2 ranks) in gpu-a/journal.txt, from 2026-03-12 10:05:20 to 2026-03-12 "
+        "10:38:57; 2 became ready. [`gpu-a/journal.txt:3`]",
+        "2 server starts of qwen3-8b (2 ranks) in gpu-b/journal.txt, from 2026-03-12 10:05:20 to 2026-03-12 "
+        "10:35:02; 1 became ready. [`gpu-b/journal.txt:3`]"]
+    # Each source's runs and changes follow its own opener, and name their file.
+    gpu_a, gpu_b = summary[openers[0]:openers[1]], summary[openers[1]:]
+    assert [s.split(" was ")[0].split(" never ")[0] for s in gpu_a if s.startswith("Run ")] == [
+        "Run 1 of gpu-a/journal.txt", "Run 2 of gpu-a/journal.txt", "Run 3 of gpu-a/journal.txt"]
+    assert [s.split(" was ")[0].split(" never ")[0] for s in gpu_b if s.startswith("Run ")] == [
+        "Run 1 of gpu-b/journal.txt", "Run 2 of gpu-b/journal.txt"]
+    assert ("From run 1 to run 2 of gpu-b/journal.txt the configuration changed: enable\\_hierarchical\\_cache "
+            "False → True, hicache\\_ratio 2.0 → 3.0; run 2 never became ready. [`gpu-b/journal.txt:912`]") in gpu_b
+    assert gpu_b[-1] == ("The last configuration's KV pool holds 306,048 tokens (37.36 GiB) on each of its 2 ranks. "
+                         "[`gpu-b/journal.txt:925`]")
+    assert re.findall(r"^### (Run \d+ of \S+):", md, re.M) == [
+        "Run 1 of gpu-a/journal.txt", "Run 2 of gpu-a/journal.txt", "Run 1 of gpu-b/journal.txt",
+        "Run 2 of gpu-b/journal.txt"]
+    changes = [row[:4] for row in table_rows(section(md, "Configuration changes").split("### Who")[0])]
+    assert [row for row in changes if row[0].endswith(" of gpu-b/journal.txt")] == [
+        ["1 → 2 of gpu-b/journal.txt", "enable\\_hierarchical\\_cache", "False", "True"],
+        ["1 → 2 of gpu-b/journal.txt", "hicache\\_ratio", "2.0", "3.0"],
+        ["1 → 2 of gpu-b/journal.txt", "random\\_seed", "417099130", "936180750"]]
+
+
+def test_a_run_that_never_became_ready_stops_at_a_phase_of_its_own_server(two_journals: str) -> None:
+    """gpu-b never pinned a HiCache pool: its failed run 2 stopped before warmup, as gpu-b's run 1 went on to."""
+    timeline = timeline_phases(two_journals)
+    assert timeline["HiCache host pool"] == ["", "unfinished (failed)", "34 s [`gpu-a/journal.txt:995`]", "", ""]
+    assert timeline["warmup"][3:] == ["1 s [`gpu-b/journal.txt:34`]", "unfinished (failed)"]
+
+
+def test_every_citation_of_two_journals_names_its_own_file(two_journals_db: Path, two_journals: str) -> None:
+    assert set(CITED_LINE.findall(two_journals)) == {"gpu-a/journal.txt", "gpu-b/journal.txt"}
+    with api.open_db(two_journals_db) as con:
+        cited = build(con).citations()
+    files = {(c.ref.rpartition(":")[0], c.where.removesuffix(c.ref.rpartition(":")[0])) for c in cited}
+    assert {name for name, _ in files} == {"gpu-a/journal.txt", "gpu-b/journal.txt"}
+    assert all(where.endswith("/") for _, where in files)  # the name is the end of the path it stands for
+    evidence = section(two_journals, "Evidence")
+    assert "\ngpu-b/journal.txt:934  Scheduler hit an exception: Traceback (most recent call last):\n" in evidence
+
+
+def test_a_report_of_one_journal_of_two_names_the_file_but_not_each_run(two_journals_db: Path) -> None:
+    with api.open_db(two_journals_db) as con:
+        md = api.report(con, fmt="markdown", source="gpu-b/journal.txt")
+    assert md.startswith("# Postmortem: gpu-b/journal.txt\n")
+    assert "2 server starts of qwen3-8b (2 ranks) in gpu-b/journal.txt" in md
+    assert "\n\nRun 2 never became ready: it crashed while starting" in md
+    assert set(CITED_LINE.findall(md)) == {"gpu-b/journal.txt"}  # the database still holds gpu-a's journal.txt
+
+
+def test_the_demo_and_the_kimi_sample_in_one_report(ingested: Callable[..., duckdb.DuckDBPyConnection]) -> None:
+    sample = shared_path("samples", "kimi-k25")
+    con = ingested(DEMO / "journal.txt", DEMO / "session.opencode.json", sample / "journal.txt",
+                   sample / "session.opencode.json")
+    md = api.report(con, fmt="markdown")
+    con.close()
+    summary = section(md, "Summary")
+    assert "3 server starts of qwen3-32b (2 ranks) in demo/journal.txt" in summary
+    assert "3 server starts of kimi-k2.5 (8 ranks) in kimi-k25/journal.txt" in summary
+    assert ("Run 1 of kimi-k25/journal.txt was ready after 690 s (11 min 30 s) and was restarted by the agent "
+            "(message 18") in summary
+    assert "The last configuration's KV pool holds 159,277 tokens (10.42 GiB) on each of its 8 ranks." in summary
+    timeline = timeline_phases(md)
+    assert timeline["draft model"][:3] == ["", "", ""]  # only Kimi has one: the demo's failed run 2 never began it
+    assert timeline["weights"][3] == "427 s [`kimi-k25/journal.txt:130`]"
+    claims = table_rows(section(md, "The agent").split("### The agent's claims, checked against the logs")[1])
+    assert [row[5] for row in claims if row[0] == "inconsistent"] == [
+        "kimi-k25/journal.txt:1517", "kimi-k25/journal.txt:1505"]  # where each figure was measured

@@ -12,7 +12,7 @@ import duckdb
 
 from .agent import agent_section
 from .changes import changes_section
-from .data import gather, short_source
+from .data import gather
 from .ends import ends_section
 from .html import render_html
 from .markdown import render_markdown
@@ -38,7 +38,7 @@ def build(con: duckdb.DuckDBPyConnection, runs: Sequence[int] | None = None, sou
               agent_section]
     sections = [s for s in (make(data) for make in makers) if s is not None]
     rows = data["runs"]
-    names = sorted({short_source(s) for s in rows["source"]})
+    names = sorted({data.source_name(s) for s in rows["source"]})
     sources = ", ".join(names) if len(names) <= 3 else plural(len(names), "source")
     last = rows[["started_at", "ready_at", "ended_at"]].max().max() if not rows.empty else None
     span = f", {clock(rows['started_at'].min())} – {clock(last)}" if not rows.empty else ""

@@ -6,7 +6,7 @@ import json
 
 import pandas as pd
 
-from .data import ReportData, short_session, short_source
+from .data import ReportData, short_session
 from .model import Folded, Heading, Section, Table, Text
 from .words import missing, number, plural, quote, seconds
 
@@ -20,9 +20,15 @@ def claim_row(data: ReportData, claim: pd.Series) -> list[Text]:
                 if not missing(index) else Text(claim["message"]))
     unit = "" if missing(claim["unit"]) else f" {claim['unit']}"
     measured = "" if missing(claim["measured"]) else f"{number(claim['measured'])}{unit}"
-    where = "" if missing(claim["measured_source"]) else short_source(str(claim["measured_source"]))
+    where = "" if missing(claim["measured_source"]) else measured_at(data, str(claim["measured_source"]))
     return [Text(claim["verdict"]), message, Text(quote(str(claim["text"]), 200)),
             Text(f"{number(claim['value'])}{unit}"), Text(measured), Text(where), Text(claim.get("cause"))]
+
+
+def measured_at(data: ReportData, measured_source: str) -> str:
+    """A claim's `display:line` as the report's citations name that line (`journal.txt:925`)."""
+    display, _, line = measured_source.rpartition(":")
+    return f"{data.source_name(display)}:{line}" if display else measured_source
 
 
 def agent_section(data: ReportData) -> Section | None:

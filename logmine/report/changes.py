@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from .common import of_run, run_name
+from .common import of_run, of_source, run_name
 from .data import ReportData
 from .ends import end_story
 from .model import Heading, Section, Table, Text
@@ -64,8 +64,8 @@ def changes_section(data: ReportData) -> Section | None:
     for _, d in diffs.iterrows():
         source = d["source"]
         cites = [c for run in (d["from_run"], d["to_run"]) for c in data.cite(source, int(run), "server_args")]
-        rows.append([Text(f"{d['from_run']} → {d['to_run']}"), Text(d["key"]), Text(value(d["old"])),
-                     Text(value(d["new"])), Text("", cites)])
+        rows.append([Text(f"{d['from_run']} → {d['to_run']}{of_source(data, source)}"), Text(d["key"]),
+                     Text(value(d["old"])), Text(value(d["new"])), Text("", cites)])
     blocks = [Text("Every server argument that differs between consecutive runs, from their server_args dumps "
                    "(an unpinned random_seed changes on every start)."),
               Table(["runs", "setting", "old", "new", "evidence"], rows)]

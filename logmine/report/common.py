@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .data import ReportData, short_source
+from .data import ReportData
 
 
 def draw(chart: str, *args: object) -> str:
@@ -14,9 +14,15 @@ def draw(chart: str, *args: object) -> str:
     return getattr(charts, chart)(*args)
 
 
-def run_name(data: ReportData, source: str, run: int) -> str:
+def of_source(data: ReportData, source: str) -> str:
+    """` of demo/journal.txt` when the report holds runs of several sources (ordinals restart in each),
+    else nothing."""
     several = data["runs"]["source"].nunique() > 1
-    return f"run {run} of {short_source(source)}" if several else f"run {run}"
+    return f" of {data.source_name(source)}" if several else ""
+
+
+def run_name(data: ReportData, source: str, run: int) -> str:
+    return f"run {run}{of_source(data, source)}"
 
 
 def run_rows(data: ReportData) -> list[pd.Series]:

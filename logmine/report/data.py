@@ -10,6 +10,7 @@ import duckdb
 import pandas as pd
 
 from .. import named_queries
+from ..api import source_names
 from .model import Citation
 
 # Per-run queries, each keyed by the column that holds the run ordinal.
@@ -27,11 +28,23 @@ class ReportData:
     frames: dict[str, pd.DataFrame]
     config_diffs: pd.DataFrame
     messages: pd.DataFrame
+    # Every log source of the database by display name -> the name the report gives it (`api.source_names`).
+    source_names: dict[str, str]
     claims: pd.DataFrame | None = None
     _evidence: dict[tuple[str, int, str], list[tuple[str, Citation]]] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> pd.DataFrame:
         return self.frames[name]
+
+    def source_name(self, display: str) -> str:
+        """A source as `logmine runs` names it: `journal.txt` alone, `demo/journal.txt` beside another
+        journal.txt, so that a citation says which file it is in."""
+        return self.source_names.get(display, display)
+
+    def cite_line(self, source: str, line_no: int, text: str | None) -> Citation:
+        """A log line as evidence: `file:line`, the source's full name, and the line (a traceback's first)."""
+        first = (text or "").split("\n", 1)[0]
+        return Citation(f"{self.source_name(source)}:{line_no}", source, clip(first))
 
     def cite(self, source: str, run: int, figure: str, rank: str | None = None) -> list[Citation]:
         """The line behind a figure of a run: the given rank's, else the first rank's (rank 0)."""
@@ -68,9 +81,9 @@ def gather(con: duckdb.DuckDBPyConnection, runs: Sequence[int] | None = None, so
     messages = named_queries.execute_sql(con, """
         SELECT session_id, idx, id, role, text FROM messages WHERE chosen(session_id, $session)
         ORDER BY session_id, idx""", session=session)
-    data = ReportData(frames, diffs.reset_index(drop=True), messages, claims(con, session))
+    data = ReportData(frames, diffs.reset_index(drop=True), messages, source_names(con), claims(con, session))
     for row in frames["evidence"].itertuples(index=False):
-        citation = cite_line(row.source, row.line_no, row.text)
+        citation = data.cite_line(row.source, row.line_no, row.text)
         data._evidence.setdefault((row.source, int(row.run), row.figure), []).append((row.rank, citation))
     return data
 
@@ -88,20 +101,9 @@ def claims(con: duckdb.DuckDBPyConnection, session: str | None) -> pd.DataFrame 
     return df if expected <= set(df.columns) else None
 
 
-def cite_line(source: str, line_no: int, text: str | None) -> Citation:
-    """A log line as evidence: `file:line`, the source's full name, and the line (a traceback's first)."""
-    first = (text or "").split("\n", 1)[0]
-    return Citation(f"{short_source(source)}:{line_no}", source, clip(first))
-
-
 def clip(text: str) -> str:
     """A cited line short enough to show on hover (a server_args dump is 10-14 KB)."""
     return text if len(text) <= CITED_CHARS else text[:CITED_CHARS - 1] + "…"
-
-
-def short_source(display: str) -> str:
-    """`/work/logs/journal.txt` -> `journal.txt`: the name a reader recognises, the path is in `where`."""
-    return display.rstrip("/").rsplit("/", 1)[-1]
 
 
 def short_session(session: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .common import of_run, run_name, run_rows
-from .data import ReportData, cite_line
+from .data import ReportData
 from .model import Folded, Heading, Section, Text
 from .words import first_upper, missing, quote
 
@@ -27,7 +27,7 @@ def end_story(data: ReportData, run: pd.Series) -> Text:
         first = crashes.iloc[0]
         when = "while starting" if missing(run["ready_at"]) else "after it was ready"
         words = f"crashed {when}: {first['kind'].replace('_', ' ')} error, {quote(first['detail'], 200).rstrip('.')}"
-        return Text(words, [cite_line(source, first["line_no"], first["text"])])
+        return Text(words, [data.cite_line(source, first["line_no"], first["text"])])
     if not stopped.empty:
         row = stopped.iloc[0]
         doing = doing_when_stopped(data, source, ordinal)
@@ -35,7 +35,7 @@ def end_story(data: ReportData, run: pd.Series) -> Text:
               if not missing(row["session"]) else "")
         words = (f"was stopped while still {doing}, {row['detail'].removeprefix('stopped ')}{by}: "
                  "an operator's restart, not a crash")
-        cites = [cite_line(source, row["line_no"], row["text"])]
+        cites = [data.cite_line(source, row["line_no"], row["text"])]
         cites += data.cite_message(row["session"], int(row["message_index"])) if by else []
         return Text(words, cites)
     reason = run["end_reason"]
@@ -48,7 +48,7 @@ def end_story(data: ReportData, run: pd.Series) -> Text:
         row = verdicts.iloc[0]
         agent = ends.dropna(subset=["session"])
         by = ""
-        cites = [cite_line(source, row["line_no"], row["text"])]
+        cites = [data.cite_line(source, row["line_no"], row["text"])]
         if not agent.empty:
             first = agent.iloc[0]
             by = f" by the agent (message {int(first['message_index'])}: “{quote(first['agent_command'], 120)}”)"
@@ -91,7 +91,7 @@ def ends_section(data: ReportData) -> Section | None:
         blocks.append(Heading(f"{first_upper(run_name(data, source, ordinal))}: {headline(rows, run)}"))
         blocks.append(Text(f"{first_upper(run_name(data, source, ordinal))} {story.words}.", story.cites))
         for _, row in rows.iterrows():
-            cite = [cite_line(source, row["line_no"], row["text"])]
+            cite = [data.cite_line(source, row["line_no"], row["text"])]
             label = f"{row['ts']:%H:%M:%S} {row['kind'].replace('_', ' ')}" if not missing(row["ts"]) else row["kind"]
             rank = f" ({row['rank']})" if row["rank"] else ""
             if row["kind"] in CRASH_KINDS:

@@ -62,10 +62,11 @@ def timeline_section(data: ReportData) -> Section | None:
             cells = [Text(seconds(p[column], minutes_too=False),
                           [] if missing(p[column]) else data.cite(source, ordinal, figure, p["rank"]))
                      for column, _, figure in PHASES]
-            if not ready:  # the phase it never finished: the next one other runs went through
+            if not ready:  # the phase it never finished: the next one the source's other runs went through
                 logged = [i for i, (column, _, _) in enumerate(PHASES) if not missing(p[column])]
+                siblings = data["load-time"][data["load-time"]["source"] == source]
                 later = [i for i in range(logged[-1] + 1 if logged else 0, len(PHASES))
-                         if data["load-time"][PHASES[i][0]].notna().any()]
+                         if siblings[PHASES[i][0]].notna().any()]
                 if later:
                     cells[later[0]] = Text(f"unfinished ({run['end_reason']})")
             cells.append(Text(seconds(p["total_s"], minutes_too=False) if ready else "never ready",
