@@ -71,6 +71,6 @@ ABORT_ACCEPTS = {
 NEXT_STATE = {("chain", "blank"): "chain_blank"}
 # The shape each state most expects next: used first, to separate interleaved tracebacks.
 EXPECTS = {"header": {"file"}, "restart": {"file"}, "file": {"code"}, "code": {"file", "exception"},
-           "exception": {"blank"}, "chain": {"blank"}, "chain_blank": {"restart"}}
+           "exception": {"blank"}, "blank": {"chain"}, "chain": {"blank"}, "chain_blank": {"restart"}}
 # The states an error may end in once its reason (exception line, `what():` message, fatal signal) is known.
 COMPLETE_AFTER = ("exception", "other", "blank", "what", "frame", "trailer", "file")

@@ -86,6 +86,10 @@ class OpenError:
         """The shapes this error takes next, in the state it is in."""
         return (grammar.ABORT_ACCEPTS if self.is_abort else grammar.ACCEPTS)[self.last_shape]
 
+    def is_finished(self) -> bool:
+        """Its reason is known and it stands where it may end."""
+        return self.headline is not None and self.last_shape in grammar.COMPLETE_AFTER
+
     def note_exception(self, kind: str, message: str | None) -> None:
         self.exception_type, self.exception_message = kind, message
         self.headline = f"{kind}: {message}" if message else kind
@@ -130,6 +134,10 @@ class TracebackAssembler:
         else:
             return False
         err.lines, err.last_line_no = [body], line_no
+        # A new error is a boundary like a prefixed line: the text printed after it is not a finished one's.
+        finished = [e for e in self.open if e.is_finished()]
+        self.open = [e for e in self.open if not e.is_finished()]
+        self.closed += finished
         if len(self.open) >= MAX_OPEN_TRACEBACKS:
             self.closed.append(self.open.pop(0))
         self.open.append(err)
@@ -177,14 +185,16 @@ class TracebackAssembler:
 
         Interleaved tracebacks of several ranks are told apart by what each expects next (a code line
         after a File line, say); Python tracebacks are tried oldest first, C++ aborts newest first,
-        since aborts of several ranks print one after another.
+        since aborts of several ranks print one after another. Among those that merely accept the line,
+        one still reading its stack goes before one past its reason: a finished traceback takes the text
+        printed after it, not the code lines of the next traceback.
         """
         candidates = [e for e in self.open if not e.is_abort] + [e for e in reversed(self.open) if e.is_abort]
         candidates = [e for e in candidates if len(e.lines) < MAX_TRACEBACK_LINES]
         for err in candidates:
             if shape in grammar.EXPECTS.get(err.last_shape, ()):
                 return err
-        for err in candidates:
+        for err in sorted(candidates, key=lambda e: e.headline is not None):  # stable: keeps the order above
             if shape in err.accepts():
                 return err
         return None
@@ -194,7 +204,7 @@ class TracebackAssembler:
         done = []
         for err in self.open:
             err.idle += 1
-            if (err.headline is not None and err.last_shape in grammar.COMPLETE_AFTER) or err.idle > 200:
+            if err.is_finished() or err.idle > 200:
                 done.append(err)
         if done:
             closed = {id(e) for e in done}  # by identity: comparing the dataclasses field by field was quadratic
