@@ -213,7 +213,7 @@ class LineParser:
             else:
                 errors += self._unprefixed(block, i)
         errors += self._tick(int(prefixed_so_far[-1]) - ticked)
-        errors += [self._error_row(err) for err in self.tracebacks.take_evicted()]
+        errors += [self._error_row(err) for err in self.tracebacks.take_closed()]
         self.last_kind = block.kinds[-1]
         return errors
 

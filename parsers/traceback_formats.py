@@ -16,41 +16,61 @@ FATAL_START = FATAL_OPENING + r"(?P<origin>.+)"
 # What makes an error an out-of-memory or a host-memory one, found anywhere in its text.
 OOM_TEXT = r"out of memory|OutOfMemoryError"
 HOST_MEMORY_TEXT = r"Not enough host memory"
-# An exception's type is a name ending in one of these, or a dotted name whose last part has a capital.
+# An exception's type is a name ending in one of these, or a dotted name whose last part has a capital, or
+# one of the builtin names that end in none of them (`Exception: Server process exited ...`).
 EXCEPTION_SUFFIXES = ("Error", "Exception", "Exit", "Interrupt", "Warning", "Failure")
+UNSUFFIXED_EXCEPTIONS = ("Exception", "StopIteration", "StopAsyncIteration")
 
 # The shape of a raw line: the first whose starts it has (`stripped`: read after leading spaces). A blank
 # line is `blank`, an exception line (see EXCEPTION_SUFFIXES) `exception`, any other `other`.
+# A C++ abort prints `what():` (its message), then `Exception raised from` and `frame #N` lines; when
+# faulthandler is on, Python then dumps `Fatal Python error: <signal>`, each thread's stack (`Thread 0x…`,
+# `Current thread 0x…`, `  File "…", line N in f`) and, since 3.10, the `Extension modules: …` trailer.
 SHAPE_STARTS: tuple[tuple[str, bool, tuple[str, ...]], ...] = (
-    ("file", False, ('  File "', 'File "')),
+    ("file", False, ('  File "', 'File "', "  <no Python frame>")),
     ("code", False, ("    ", "\t")),
     ("chain", True, ("During handling of the above exception", "The above exception was the direct cause")),
     ("restart", True, ("Traceback (most recent call last)",)),
-    ("abort", False, ("  what():", "frame #", "Exception raised from", "Extension modules:")),
+    ("what", False, ("  what():",)),
+    ("frame", False, ("frame #", "Exception raised from", "<omitting python frames>")),
     ("fatal", False, ("Fatal Python error",)),
     ("thread", False, ("Thread 0x", "Current thread 0x")),
+    ("trailer", False, ("Extension modules:",)),
 )
 
-# Which shapes may follow which: the last shape of a traceback -> shapes it accepts next.
+# Which shapes may follow which in a Python traceback: its state (the last shape, see NEXT_STATE) ->
+# shapes it accepts next. A chained traceback's own `Traceback (most recent call last):` continues the
+# error only right after the chain sentence and its blank line.
 ACCEPTS = {
-    "header": {"file", "exception", "abort", "restart"},
+    "header": {"file", "exception"},
     "file": {"code", "file", "exception"},
     "code": {"code", "file", "exception"},
     "exception": {"other", "blank", "chain", "code"},
     "other": {"other", "blank", "chain", "code", "exception"},
     "chain": {"blank", "restart"},
-    "blank": {"restart", "chain"},
+    "blank": {"chain"},
+    "chain_blank": {"restart"},
     "restart": {"file", "exception"},
-    "abort": {"abort", "other", "code", "blank", "fatal", "thread", "file"},
-    # faulthandler's dump after an abort: `Thread 0x… (most recent call first):` and `  File "…", line N in f`.
-    "fatal": {"blank", "thread", "file", "abort"},
-    "thread": {"file", "blank", "thread"},
 }
+# The same for a C++ abort (state `abort` after its `terminate called …` line) or a faulthandler dump
+# (state `fatal`). Lines after `what():` that are not frames continue its message. The trailer ends the
+# dump: what follows belongs to someone else (the next rank's abort, a library's log line).
+ABORT_ACCEPTS = {
+    "abort": {"what", "frame", "blank", "fatal"},
+    "what": {"other", "code", "frame", "blank", "fatal"},
+    "other": {"other", "code", "frame", "blank", "fatal"},
+    "code": {"other", "code", "frame", "blank", "fatal"},
+    "frame": {"frame", "blank", "fatal"},
+    "blank": {"frame", "fatal", "thread", "blank", "trailer"},
+    "fatal": {"blank", "thread", "file", "trailer"},
+    "thread": {"file", "blank", "thread"},
+    "file": {"file", "blank", "thread", "fatal", "trailer"},
+    "trailer": set(),
+}
+# A state named apart from its shape: the blank line after a chain sentence, before the next traceback.
+NEXT_STATE = {("chain", "blank"): "chain_blank"}
 # The shape each state most expects next: used first, to separate interleaved tracebacks.
 EXPECTS = {"header": {"file"}, "restart": {"file"}, "file": {"code"}, "code": {"file", "exception"},
-           "exception": {"blank"}, "chain": {"blank"}, "blank": {"restart"}}
-# After an abort, file lines may follow thread headers, and blank lines separate the threads' stacks.
-ABORT_ACCEPTS = {**ACCEPTS, "file": {"file", "blank", "thread", "abort", "fatal"},
-                 "blank": {"thread", "fatal", "abort", "blank"}, "other": {"blank", "abort", "fatal"}}
-# The shapes a traceback may end on once its exception (or an abort's message) is known.
-COMPLETE_AFTER = ("exception", "other", "blank", "abort", "file")
+           "exception": {"blank"}, "blank": {"chain"}, "chain": {"blank"}, "chain_blank": {"restart"}}
+# The states an error may end in once its reason (exception line, `what():` message, fatal signal) is known.
+COMPLETE_AFTER = ("exception", "other", "blank", "what", "frame", "trailer", "file")

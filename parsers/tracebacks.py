@@ -52,7 +52,7 @@ def exception_line(text: str) -> tuple[str, str | None] | None:
         return None
     kind = name[0]
     first = kind[0]
-    named = (first == "_" or first.isascii() and first.isalpha()) and \
+    named = kind in grammar.UNSUFFIXED_EXCEPTIONS or (first == "_" or first.isascii() and first.isalpha()) and \
         any(kind.endswith(s) and len(kind) > len(s) for s in grammar.EXCEPTION_SUFFIXES)
     dotted = (first == "_" or "a" <= first <= "z") and "." in kind and UPPERCASE.search(kind.rsplit(".", 1)[1])
     if not (named or dotted):
@@ -79,7 +79,20 @@ class OpenError:
     last_shape: str = "header"
     exception_type: str | None = None
     exception_message: str | None = None
+    headline: str | None = None  # the line saying why it failed, once read: its `last_line`
     idle: int = 0
+
+    def accepts(self) -> set[str]:
+        """The shapes this error takes next, in the state it is in."""
+        return (grammar.ABORT_ACCEPTS if self.is_abort else grammar.ACCEPTS)[self.last_shape]
+
+    def is_finished(self) -> bool:
+        """Its reason is known and it stands where it may end."""
+        return self.headline is not None and self.last_shape in grammar.COMPLETE_AFTER
+
+    def note_exception(self, kind: str, message: str | None) -> None:
+        self.exception_type, self.exception_message = kind, message
+        self.headline = f"{kind}: {message}" if message else kind
 
 
 def line_shape(line: str) -> str:
@@ -101,65 +114,88 @@ class TracebackAssembler:
 
     def __init__(self) -> None:
         self.open: list[OpenError] = []
-        self.evicted: list[OpenError] = []  # closed for want of room (MAX_OPEN_TRACEBACKS), not yet taken
+        # Closed between ticks, not yet taken: for want of room (MAX_OPEN_TRACEBACKS) or ended by their last line.
+        self.closed: list[OpenError] = []
 
     def start(self, body: str, line_no: int, context: Callable[[], dict[str, object]]) -> bool:
-        """Open an error when `body` begins a traceback or a C++ abort; returns whether it did.
+        """Open an error when `body` begins a traceback, a C++ abort or a faulthandler dump; returns whether it did.
 
         `context` gives the common columns of the line (only asked for when an error opens).
         """
         if opens_traceback(body):
-            origin, is_abort = traceback_origin(body), False
+            err = OpenError(line_no, traceback_origin(body), context(), last_shape="header")
+        elif m := CXX_ABORT_START.match(body):
+            # The thrown type is both who reported it and the exception; `what():` gives its message.
+            err = OpenError(line_no, m["origin"], context(), is_abort=True, last_shape="abort",
+                            exception_type=m["origin"])
+        elif m := FATAL_START.match(body):
+            err = OpenError(line_no, m["origin"], context(), is_abort=True, last_shape="fatal",
+                            headline=body.strip())
         else:
-            m = CXX_ABORT_START.match(body) or FATAL_START.match(body)
-            if not m:
-                return False
-            origin, is_abort = m["origin"], True
-        err = OpenError(line_no, origin, context(), is_abort=is_abort, lines=[body], last_line_no=line_no,
-                        last_shape="abort" if is_abort else "header")
+            return False
+        err.lines, err.last_line_no = [body], line_no
+        # A new error is a boundary like a prefixed line: the text printed after it is not a finished one's.
+        finished = [e for e in self.open if e.is_finished()]
+        self.open = [e for e in self.open if not e.is_finished()]
+        self.closed += finished
         if len(self.open) >= MAX_OPEN_TRACEBACKS:
-            self.evicted.append(self.open.pop(0))
+            self.closed.append(self.open.pop(0))
         self.open.append(err)
         return True
 
-    def take_evicted(self) -> list[OpenError]:
-        taken, self.evicted = self.evicted, []
+    def take_closed(self) -> list[OpenError]:
+        taken, self.closed = self.closed, []
         return taken
 
     def feed(self, line: str, line_no: int) -> OpenError | None:
         """Offer an unprefixed line; returns the error it joined, or None when it belongs to none."""
-        if not self.open or opens_traceback(line) or CXX_ABORT_START.match(line):
-            return None  # a new traceback or abort begins; the caller opens it
+        if not self.open or CXX_ABORT_START.match(line):
+            return None  # a new abort begins; the caller opens it
         shape = line_shape(line)
+        if opens_traceback(line) and shape != "restart":
+            return None  # `<origin> hit an exception: Traceback …` always begins a new error
         err = self._owner(shape)
         if err is None:
-            return None
+            return None  # a bare `Traceback …` no chain waits for, a `Fatal Python error` no abort ends with
         err.lines.append(line)
         err.last_line_no = line_no
         err.idle = 0
+        self._read_reason(err, shape, line)
+        err.last_shape = grammar.NEXT_STATE.get((err.last_shape, shape), shape)
+        if not err.accepts():
+            self._close(err)
+        return err
+
+    @staticmethod
+    def _read_reason(err: OpenError, shape: str, line: str) -> None:
+        """Note the exception line of a traceback or the `what():` message of an abort."""
         if shape == "exception" and err.last_shape in ("file", "code", "header", "restart", "other"):
             found = exception_line(line.strip())
             if found:
-                err.exception_type, err.exception_message = found
-        elif shape in ("other", "abort") and err.is_abort and err.exception_message is None:
-            err.exception_message = line.strip().removeprefix("what():").strip()
-        err.last_shape = shape if shape != "restart" else "restart"
-        return err
+                err.note_exception(*found)
+        elif shape == "what" and err.is_abort and err.exception_type and err.exception_message is None:
+            err.note_exception(err.exception_type, line.strip().removeprefix("what():").strip())
+
+    def _close(self, err: OpenError) -> None:
+        self.open = [e for e in self.open if e is not err]
+        self.closed.append(err)
 
     def _owner(self, shape: str) -> OpenError | None:
         """The open error this line most likely continues.
 
         Interleaved tracebacks of several ranks are told apart by what each expects next (a code line
         after a File line, say); Python tracebacks are tried oldest first, C++ aborts newest first,
-        since aborts of several ranks print one after another.
+        since aborts of several ranks print one after another. Among those that merely accept the line,
+        one still reading its stack goes before one past its reason: a finished traceback takes the text
+        printed after it, not the code lines of the next traceback.
         """
         candidates = [e for e in self.open if not e.is_abort] + [e for e in reversed(self.open) if e.is_abort]
         candidates = [e for e in candidates if len(e.lines) < MAX_TRACEBACK_LINES]
         for err in candidates:
             if shape in grammar.EXPECTS.get(err.last_shape, ()):
                 return err
-        for err in candidates:
-            if shape in (grammar.ABORT_ACCEPTS if err.is_abort else grammar.ACCEPTS)[err.last_shape]:
+        for err in sorted(candidates, key=lambda e: e.headline is not None):  # stable: keeps the order above
+            if shape in err.accepts():
                 return err
         return None
 
@@ -168,8 +204,7 @@ class TracebackAssembler:
         done = []
         for err in self.open:
             err.idle += 1
-            complete = err.exception_type is not None or (err.is_abort and err.exception_message is not None)
-            if (complete and err.last_shape in grammar.COMPLETE_AFTER) or err.idle > 200:
+            if err.is_finished() or err.idle > 200:
                 done.append(err)
         if done:
             closed = {id(e) for e in done}  # by identity: comparing the dataclasses field by field was quadratic
@@ -195,11 +230,17 @@ def error_fields(err: OpenError) -> dict[str, object]:
         kind = "abort"
     else:
         kind = "exception"
-    last = next((ln.strip() for ln in reversed(lines) if ln.strip()), "")
-    if err.exception_type:
-        last = f"{err.exception_type}: {err.exception_message}" if err.exception_message else err.exception_type
+    last = err.headline or unexplained_reason(err, lines)
     return {
         "error_kind": kind, "origin": err.origin, "exception_type": err.exception_type,
         "exception_message": err.exception_message, "last_line": last, "first_line_no": err.first_line_no,
         "last_line_no": err.last_line_no, "n_lines": len(err.lines), "text": text,
     }
+
+
+def unexplained_reason(err: OpenError, lines: list[str]) -> str:
+    """The line that says most of an error whose exception line or message never came: an abort's
+    `terminate called …` (its dump's lines say nothing of why), else the traceback's last line."""
+    if err.is_abort:
+        return lines[0].strip()
+    return next((ln.strip() for ln in reversed(lines) if ln.strip()), "")
