@@ -45,7 +45,8 @@ stops AS (
 ),
 stopped_loading AS (
     SELECT st.source_id, st.run, st.ts, 'stopped_while_loading' AS kind,
-           'stopped ' || round(epoch(st.ts) - epoch(sel.started_at))::BIGINT || ' s after start, before ready' AS detail,
+           'asked to stop ' || round(epoch(st.ts) - epoch(sel.started_at))::BIGINT || ' s after start, before ready'
+               AS detail,
            '' AS rank, st.line_no, st.line_no AS last_line_no, NULL AS text
     FROM stops AS st JOIN selected AS sel ON sel.source_id = st.source_id AND sel.ordinal = st.run
     WHERE sel.ready_at IS NULL

@@ -272,7 +272,7 @@ def test_a_report_of_two_journals_describes_each_server_apart(two_journals: str)
     openers = [i for i, sentence in enumerate(summary) if " server starts of " in sentence]
     assert [summary[i] for i in openers] == [
         "3 server starts of qwen3-32b (2 ranks) in gpu-a/journal.txt, from 2026-03-12 10:05:20 to 2026-03-12 "
-        "10:38:57; 2 became ready. [`gpu-a/journal.txt:3`]",
+        "10:48:51; 2 became ready. [`gpu-a/journal.txt:3`]",  # its last line: run 3 serves to the end
         "2 server starts of qwen3-8b (2 ranks) in gpu-b/journal.txt, from 2026-03-12 10:05:20 to 2026-03-12 "
         "10:35:02; 1 became ready. [`gpu-b/journal.txt:3`]"]
     # Each source's runs and changes follow its own opener, and name their file.
@@ -340,3 +340,23 @@ def test_the_demo_and_the_kimi_sample_in_one_report(ingested: Callable[..., duck
     claims = table_rows(section(md, "The agent").split("### The agent's claims, checked against the logs")[1])
     assert [row[5] for row in claims if row[0] == "inconsistent"] == [
         "kimi-k25/journal.txt:1517", "kimi-k25/journal.txt:1505"]  # where each figure was measured
+
+
+def test_a_log_cut_off_while_the_server_loads_says_how_far_it_got(tmp_path: Path) -> None:
+    """It said "still running at the end of the log", over a span from the start to the start again."""
+    lines = ["[2026-08-01 21:40:26] server_args=ServerArgs(model_path='m/laguna', tp_size=1)",
+             "[2026-08-01 21:40:38 TP0] Init torch distributed begin.",
+             "[2026-08-01 21:40:39 TP0] Init torch distributed ends. mem usage=0.23 GB",
+             "[2026-08-01 21:40:40 TP0] Load weight begin. avail mem=100.00 GB",
+             "[2026-08-01 21:50:58 TP0] Load weight end. type=Laguna, avail mem=60.00 GB, mem usage=40.00 GB.",
+             "[2026-08-01 21:51:00 TP0] KV Cache is allocated. #tokens: 32997, KV size: 5.14 GB",
+             "[2026-08-01 21:51:16 TP0] Capture cuda graph begin. This can take up to several minutes. "
+             "avail mem=11.78 GB"]
+    (tmp_path / "cut.log").write_text("\n".join(lines) + "\n")
+    api.ingest([str(tmp_path / "cut.log")], db=tmp_path / "cut.duckdb")
+    with api.open_db(tmp_path / "cut.duckdb") as con:
+        markdown = api.report(con, fmt="markdown").replace("\\", "")
+    assert "_1 run, 2026-08-01 21:40:26 – 2026-08-01 21:51:16." in markdown
+    assert "1 server start of m/laguna (1 rank) in cut.log, from 2026-08-01 21:40:26 to 2026-08-01 21:51:16" in markdown
+    assert "Run 1 never became ready: it was still capturing CUDA graphs when the log ends." in markdown
+    assert "The last configuration's KV pool holds 32,997 tokens (5.14 GiB) on its rank." in markdown

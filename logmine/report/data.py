@@ -69,6 +69,7 @@ def gather(con: duckdb.DuckDBPyConnection, runs: Sequence[int] | None = None, so
     for name, run_column in RUN_QUERIES.items():
         df = named_queries.execute(con, name, source=source, run=None, bucket_s=None)
         frames[name] = df[df[run_column].isin(runs)].reset_index(drop=True) if runs else df
+    frames["runs"] = frames["runs"].merge(last_seen(con), on=["source", "ordinal"], how="left")
     wanted = set(zip(frames["runs"]["source"], frames["runs"]["ordinal"], strict=True))
     for name in SESSION_QUERIES:
         df = named_queries.execute(con, name, session=session, source=source)
@@ -86,6 +87,16 @@ def gather(con: duckdb.DuckDBPyConnection, runs: Sequence[int] | None = None, so
         citation = data.cite_line(row.source, row.line_no, row.text)
         data._evidence.setdefault((row.source, int(row.run), row.figure), []).append((row.rank, citation))
     return data
+
+
+def last_seen(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """The time of each run's last line: how long the log goes on after a run that never ended (one cut
+    off while it loaded ends at its last line, not at its start)."""
+    return named_queries.execute_sql(con, """
+        SELECT s.display AS source, r.ordinal, max(l.ts) AS last_seen_at
+        FROM runs AS r JOIN sources AS s USING (source_id)
+        JOIN lines AS l ON l.source_id = r.source_id AND l.line_no BETWEEN r.first_line_no AND r.last_line_no
+        GROUP BY ALL""")
 
 
 def claims(con: duckdb.DuckDBPyConnection, session: str | None) -> pd.DataFrame | None:

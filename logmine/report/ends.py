@@ -33,13 +33,15 @@ def end_story(data: ReportData, run: pd.Series) -> Text:
         doing = doing_when_stopped(data, source, ordinal)
         by = (f", by the agent (message {int(row['message_index'])}: “{quote(row['agent_command'], 120)}”)"
               if not missing(row["session"]) else "")
-        words = (f"was stopped while still {doing}, {row['detail'].removeprefix('stopped ')}{by}: "
+        words = (f"was stopped while still {doing}, {row['detail']}{by}: "
                  "an operator's restart, not a crash")
         cites = [data.cite_line(source, row["line_no"], row["text"])]
         cites += data.cite_message(row["session"], int(row["message_index"])) if by else []
         return Text(words, cites)
     reason = run["end_reason"]
     if reason == "running":
+        if missing(run["ready_at"]):  # the log ends before it was ready: say how far it got
+            return Text(f"was still {doing_when_stopped(data, source, ordinal)} when the log ends")
         return Text("was still running at the end of the log")
     detail = run["end_detail"] if not missing(run["end_detail"]) else ""
     words = {"restarted": "was restarted", "stopped": "was stopped", "crashed": "crashed after it was ready",

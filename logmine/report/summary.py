@@ -27,13 +27,15 @@ def source_summary(data: ReportData, source: str, runs: list[pd.Series]) -> list
     """One source's starts, how each ended, what each configuration change did, and its last KV pool."""
     first, last = runs[0], runs[-1]
     config = first["config"] if isinstance(first["config"], dict) else {}
-    model = config.get("served_model_name") or config.get("model_path") or "the server"
+    model = config.get("served_model_name") or config.get("model_path")
     ready = sum(not missing(r["ready_at"]) for r in runs)
-    until = max(r[c] for r in runs for c in ("started_at", "ready_at", "ended_at") if not missing(r[c]))
+    until = max(r[c] for r in runs for c in ("started_at", "ready_at", "ended_at", "last_seen_at")
+                if not missing(r[c]))
     span = f"from {clock(min(r['started_at'] for r in runs))} to {clock(until)}"
-    sentences = [Text(f"{plural(len(runs), 'server start')} of {model} ({plural(int(first['ranks']), 'rank')}) "
-                      f"in {data.source_name(source)}, {span}; {ready} became ready.",
-                      data.cite(source, int(first["ordinal"]), "started"))]
+    ranks = int(first["ranks"]) if not missing(first["ranks"]) else 0  # 0: no rank logged its start
+    what = (f" of {model}" if model else "") + (f" ({plural(ranks, 'rank')})" if ranks else "")
+    sentences = [Text(f"{plural(len(runs), 'server start')}{what} in {data.source_name(source)}, {span}; "
+                      f"{ready} became ready.", data.cite(source, int(first["ordinal"]), "started"))]
     for run in runs:
         ordinal = int(run["ordinal"])
         name = first_upper(run_name(data, source, ordinal))
@@ -49,9 +51,14 @@ def source_summary(data: ReportData, source: str, runs: list[pd.Series]) -> list
     if not missing(last["kv_tokens"]):
         sentences.append(Text(
             f"The last configuration's KV pool holds {number(last['kv_tokens'])} tokens "
-            f"({number(last['kv_gib_per_rank'])} GiB) on each of its {plural(int(last['ranks']), 'rank')}.",
+            f"({number(last['kv_gib_per_rank'])} GiB) {on_each_rank(last['ranks'])}.",
             data.cite(source, int(last["ordinal"]), "kv_pool")))
     return sentences
+
+
+def on_each_rank(ranks: object) -> str:
+    count = 0 if missing(ranks) else int(ranks)
+    return f"on each of its {count} ranks" if count > 1 else "on its rank"
 
 
 def change_summary(data: ReportData, source: str, to_run: int, diffs: pd.DataFrame) -> list[Text]:
