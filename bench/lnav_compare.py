@@ -12,9 +12,9 @@ the tools run one after another, `--repeats` times each, interleaved:
 * `duckdb_floor.py FILE` and `duckdb_floor.py FILE --envelope`: DuckDB alone storing each line's text,
   then the text with the journal envelope split into five typed columns, with every core and no logmine
   code: the floor of any ingest that keeps the text in DuckDB;
-* `kernel_floor.py FILE`: the other side, typing without storing: pyarrow reads the lines into Arrow,
-  and RE2 (`pyarrow.compute.extract_regex`) splits off the envelope, the SGLang prefix and the figures
-  of decode lines, one vectorised pass each;
+* `kernel_floor.py FILE`: typing without storing, by library kernels alone: pyarrow reads the lines
+  into Arrow, and RE2 (`pyarrow.compute.extract_regex`) splits off the envelope, the SGLang prefix and
+  the figures of decode lines, one vectorised pass each;
 * `logmine ingest FILE --db NEW.duckdb --json`: every line typed and stored.
 
 Then the incremental case: a copy of the 2M-line journal is ingested, 10,000 more lines are appended to
