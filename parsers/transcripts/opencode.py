@@ -152,9 +152,13 @@ def sqlite_tables(path: Path) -> set[str]:
     """The tables of a SQLite file; raises sqlite3.Error when it cannot be read."""
     connection = open_readonly(path)
     try:
-        return {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        return _table_names(connection)
     finally:
         connection.close()
+
+
+def _table_names(connection: sqlite3.Connection) -> set[str]:
+    return {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
 
 
 def has_opencode_tables(tables: set[str]) -> bool:
@@ -337,7 +341,7 @@ def read_sqlite(path: Path, seen: SeenIds | None = None) -> Iterator[Record]:
     # A text that is no UTF-8 is read with its bad bytes replaced: one bad row must not cost the database.
     connection.text_factory = lambda raw: raw.decode("utf-8", errors="replace")
     try:
-        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        tables = _table_names(connection)
         infos = [info for info in _sqlite_sessions(connection, tables) if info["id"] not in seen.sessions]
         children = _children_by_parent(infos)
         for info in infos:
