@@ -1,6 +1,6 @@
 """The files an agent's file tools write: opencode's `write`/`edit`, Claude Code's `Write`/`Edit`/
-`MultiEdit`/`NotebookEdit`, and `apply_patch` (Codex, and opencode with GPT models). Shell commands'
-writes are `shell_commands`' business."""
+`MultiEdit`/`NotebookEdit`, and `apply_patch` (Codex, and opencode with GPT models; opencode 2 calls it
+`patch`). Shell commands' writes are `shell_commands`' business."""
 
 from __future__ import annotations
 
@@ -11,15 +11,17 @@ from .shell_commands import Edit, FileWrite
 
 # Where each agent puts an apply_patch call's patch: Codex's freeform tool, opencode's parameter.
 PATCH_INPUTS = ("input", "patchText", "patch")
+# Where each agent names the file a write or edit tool writes (opencode 2: `path`).
+PATH_INPUTS = ("filePath", "file_path", "notebook_path", "path")
 
 
 def file_writes_from_tool(tool: str, tool_input: Mapping[str, object]) -> list[FileWrite]:
     """What one file tool call writes; none for a tool that writes no file."""
     name = tool.lower()
-    if name == "apply_patch":
+    if name in ("apply_patch", "patch"):
         patch = next((tool_input[k] for k in PATCH_INPUTS if isinstance(tool_input.get(k), str)), "")
         return patch_writes(patch)
-    path = tool_input.get("filePath") or tool_input.get("file_path") or tool_input.get("notebook_path")
+    path = next((tool_input[key] for key in PATH_INPUTS if tool_input.get(key)), None)
     if not isinstance(path, str):
         return []
     if name == "write":

@@ -4,7 +4,9 @@
 * JSON storage tree (v0.6 - v1.1.x): `session/<proj>/<ses>.json`, `message/<ses>/<msg>.json`,
   `part/<msg>/<prt>.json`; the older per-project layout (`session/info`, `session/message`,
   `session/part`, and before v0.2.35 parts inline in the message).
-* SQLite `opencode.db` / `opencode-<channel>.db` (v1.2+): `data` columns lack the ids.
+* SQLite `opencode.db` / `opencode-<channel>.db` (v1.2+): `data` columns lack the ids. Sessions in
+  `session` (renamed `session_v2` by opencode 2); messages in `message`/`part` (v1, frozen by opencode 2)
+  and `session_message` (the v2 runtime's: one row per message, parts inline as `content`).
 * Storage objects concatenated as a stream of pretty-printed JSON (not JSONL).
 
 Every form is reduced to (session info, [(message info, parts)]) and assembled by one
@@ -72,7 +74,10 @@ STORAGE = "opencode-storage"
 SQLITE = "opencode-sqlite"
 CONCAT = "opencode-concat"
 SQLITE_MAGIC = b"SQLite format 3\x00"
-_TABLES = {"session", "message", "part"}
+# opencode 2 renamed `session` to `session_v2`; a database may hold both (legacy rows beside their v2 copy).
+SESSION_TABLES = ("session_v2", "session")
+V1_MESSAGE_TABLES = {"message", "part"}
+V2_MESSAGE_TABLE = "session_message"
 # Markers of opencode storage objects in a pretty-printed (multi-line) JSON stream.
 _OBJECT_MARKERS = re.compile(r'"(sessionID|messageID|worktree)"\s*:|"id"\s*:\s*"(ses|msg|prt)_')
 
@@ -87,7 +92,7 @@ class SqliteReader(TranscriptReader):
         if not head.startswith(SQLITE_MAGIC):
             return False
         try:
-            return sqlite_tables(path) >= _TABLES
+            return has_opencode_tables(sqlite_tables(path))
         except sqlite3.Error:
             return False
 
@@ -147,9 +152,19 @@ def sqlite_tables(path: Path) -> set[str]:
     """The tables of a SQLite file; raises sqlite3.Error when it cannot be read."""
     connection = open_readonly(path)
     try:
-        return {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        return _table_names(connection)
     finally:
         connection.close()
+
+
+def _table_names(connection: sqlite3.Connection) -> set[str]:
+    return {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+
+
+def has_opencode_tables(tables: set[str]) -> bool:
+    """A session table and a message store, of any opencode release from v1.2 on."""
+    has_sessions = any(table in tables for table in SESSION_TABLES)
+    return has_sessions and (tables >= V1_MESSAGE_TABLES or V2_MESSAGE_TABLE in tables)
 
 
 def sqlite_problem(path: Path, head: bytes) -> str | None:
@@ -160,8 +175,9 @@ def sqlite_problem(path: Path, head: bytes) -> str | None:
         tables = sqlite_tables(path)
     except sqlite3.Error as exc:
         return f"a SQLite database that cannot be read, truncated or corrupt? ({exc})"
-    if not tables >= _TABLES:
-        return "a SQLite database without opencode's session, message and part tables, not a log or transcript"
+    if not has_opencode_tables(tables):
+        return ("a SQLite database without opencode's session and message tables (session or session_v2; "
+                "message and part, or session_message), not a log or transcript")
     return None
 
 
@@ -315,7 +331,7 @@ def _upgrade_v1_message(message: dict[str, Any]) -> MessageWithParts:
 
 
 def read_sqlite(path: Path, seen: SeenIds | None = None) -> Iterator[Record]:
-    """Read a v1.2+ database without ever writing to it."""
+    """Read a v1.2+ database (opencode 2's included) without ever writing to it."""
     seen = seen or SeenIds()
     try:
         connection = open_readonly(path)
@@ -325,13 +341,13 @@ def read_sqlite(path: Path, seen: SeenIds | None = None) -> Iterator[Record]:
     # A text that is no UTF-8 is read with its bad bytes replaced: one bad row must not cost the database.
     connection.text_factory = lambda raw: raw.decode("utf-8", errors="replace")
     try:
-        infos = [_session_row_to_info(row) for row in connection.execute("SELECT * FROM session ORDER BY id")]
-        infos = [info for info in infos if info["id"] not in seen.sessions]
+        tables = _table_names(connection)
+        infos = [info for info in _sqlite_sessions(connection, tables) if info["id"] not in seen.sessions]
         children = _children_by_parent(infos)
         for info in infos:
             seen.sessions.add(info["id"])
             unknown: list[UnknownRecord] = []
-            messages = list(_sqlite_messages(connection, info["id"], seen, path, unknown))
+            messages = _sqlite_messages(connection, tables, info["id"], seen, path, unknown)
             yield from unknown
             yield from assemble_session(info, messages, str(path), children.get(info["id"], []))
     except sqlite3.Error as exc:
@@ -351,6 +367,16 @@ def open_readonly(path: Path) -> sqlite3.Connection:
         return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True)
 
 
+def _sqlite_sessions(connection: sqlite3.Connection, tables: set[str]) -> list[dict[str, Any]]:
+    """Session infos of every session table; `session_v2`'s row wins over a legacy copy under its id."""
+    infos: dict[str, dict[str, Any]] = {}
+    for table in (table for table in SESSION_TABLES if table in tables):
+        for row in connection.execute(f"SELECT * FROM {table} ORDER BY id"):  # table: one of SESSION_TABLES
+            info = _session_row_to_info(row)
+            infos.setdefault(info["id"], info)
+    return sorted(infos.values(), key=_id_of)
+
+
 def _session_row_to_info(row: sqlite3.Row) -> dict[str, Any]:
     columns = dict(row)
     info: dict[str, Any] = {
@@ -363,27 +389,52 @@ def _session_row_to_info(row: sqlite3.Row) -> dict[str, Any]:
         "version": columns.get("version"),
         "time": {"created": columns.get("time_created"), "updated": columns.get("time_updated")},
     }
-    for optional in ("workspace_id", "share_url", "agent", "cost", "time_archived"):
+    for optional in ("workspace_id", "share_url", "agent", "cost", "time_archived", "fork_session_id"):
         if columns.get(optional) is not None:
             info[optional] = columns[optional]
     return info
 
 
 def _sqlite_messages(
+    connection: sqlite3.Connection, tables: set[str], session_id: str, seen: SeenIds, path: Path,
+    unknown: list[UnknownRecord],
+) -> list[MessageWithParts]:
+    """A session's v1 messages, then the v2 rows that continue it.
+
+    opencode 1.x keeps a session with v1 history on v1, and writes a new session's messages either to
+    v1 or (experimental v2 runtime) to `session_message` only. opencode 2 freezes the v1 tables and may
+    copy a legacy session into `session_message` with new ids but the same times: the v2 rows after the
+    last v1 message are the ones v1 does not hold.
+    """
+    messages = list(_v1_messages(connection, session_id, seen, path, unknown)) if tables >= V1_MESSAGE_TABLES else []
+    if V2_MESSAGE_TABLE in tables:
+        messages += _v2_messages(connection, session_id, _last_created(messages), seen, path, unknown)
+    return messages
+
+
+def _last_created(messages: list[MessageWithParts]) -> float:
+    """The newest `time.created` of the messages; -inf when none has one."""
+    times = [key for key, _ in map(_message_sort_key, messages) if key != float("inf")]
+    return max(times, default=float("-inf"))
+
+
+def _row_data(
+    row: sqlite3.Row, kind: str, session_id: str, path: Path, unknown: list[UnknownRecord]
+) -> dict[str, Any] | None:
+    """A row's `data` object; one that is no JSON object goes to `unknown`."""
+    try:
+        data = json.loads(row["data"])
+        if not isinstance(data, dict):
+            raise TypeError(f"expected a JSON object, got {type(data).__name__}")
+    except (ValueError, TypeError) as exc:  # JSONDecodeError is a ValueError
+        unknown.append(unreadable(exc, session_id, path, None, kind, row["data"]))
+        return None
+    return data
+
+
+def _v1_messages(
     connection: sqlite3.Connection, session_id: str, seen: SeenIds, path: Path, unknown: list[UnknownRecord]
 ) -> Iterator[MessageWithParts]:
-    """(message, parts) of a session; a row whose `data` is no JSON object goes to `unknown`."""
-
-    def data_of(row: sqlite3.Row, kind: str) -> dict[str, Any] | None:
-        try:
-            data = json.loads(row["data"])
-            if not isinstance(data, dict):
-                raise TypeError(f"expected a JSON object, got {type(data).__name__}")
-        except (ValueError, TypeError) as exc:  # JSONDecodeError is a ValueError
-            unknown.append(unreadable(exc, session_id, path, None, kind, row["data"]))
-            return None
-        return data
-
     parts_by_message: dict[str, list[dict[str, Any]]] = defaultdict(list)
     part_rows = connection.execute(
         "SELECT id, message_id, session_id, data FROM part WHERE session_id = ? ORDER BY message_id, id",
@@ -391,7 +442,7 @@ def _sqlite_messages(
     )
     for row in part_rows:
         # part.data lacks its ids: re-add them from the columns (time_* columns are migration times).
-        data = data_of(row, "part")
+        data = _row_data(row, "part", session_id, path, unknown)
         if data is None:
             continue
         part = {
@@ -406,11 +457,110 @@ def _sqlite_messages(
         (session_id,),
     )
     for row in message_rows:
-        data = None if row["id"] in seen.messages else data_of(row, "message")
+        data = None if row["id"] in seen.messages else _row_data(row, "message", session_id, path, unknown)
         if data is None:
             continue
         info = {**data, "id": row["id"], "sessionID": row["session_id"]}
         yield info, parts_by_message.get(row["id"], [])
+
+
+def _v2_messages(
+    connection: sqlite3.Connection, session_id: str, after: float, seen: SeenIds, path: Path,
+    unknown: list[UnknownRecord],
+) -> list[MessageWithParts]:
+    """`session_message` rows created after `after`, as v1-shaped (message, parts) pairs."""
+    rows = connection.execute(
+        "SELECT id, type, data FROM session_message WHERE session_id = ? AND time_created > ? ORDER BY seq",
+        (session_id, after),
+    )
+    messages = []
+    for row in rows:
+        data = None if row["id"] in seen.messages else _row_data(row, "session_message", session_id, path, unknown)
+        if data is not None:
+            converted = v2_message(row["id"], session_id, row["type"], data)
+            messages += [converted] if converted else []
+    return messages
+
+
+# ---------------------------------------------------------------------- opencode 2 messages
+# A `session_message` row (`packages/core/src/session/message.ts` `SessionMessage`) is one whole
+# message: its kind in the `type` column, an assistant's parts inline in `content`, times in epoch ms.
+# Each is mapped onto the v1 shape so that every store gives the same records.
+
+
+def v2_message(message_id: str, session_id: str, kind: str, data: dict[str, Any]) -> MessageWithParts | None:
+    """The (message, parts) of a `session_message` row; None for kinds that are no turn (switches, system
+    context, compaction summaries, idle markers)."""
+    converters = {"user": _v2_user, "synthetic": _v2_synthetic, "assistant": _v2_assistant, "shell": _v2_shell}
+    converter = converters.get(kind)
+    if converter is None:
+        return None
+    info, parts = converter(data)
+    info.update(id=message_id, sessionID=session_id, time=data.get("time") or {})
+    return info, [{"id": f"{message_id}:{index}", **part} for index, part in enumerate(parts)]
+
+
+def _v2_user(data: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    text = {"type": "text", "text": data.get("text") or ""}
+    files = [{"type": "file", "url": file.get("uri"), "mime": file.get("mime"), "filename": file.get("name")}
+             for file in data.get("files") or [] if isinstance(file, dict)]
+    return {"role": "user"}, [text, *files]
+
+
+def _v2_synthetic(data: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Text opencode injects (e.g. a background task's result), marked `synthetic` as v1 marks it."""
+    info, parts = _v2_user(data)
+    parts[0]["synthetic"] = True
+    return info, parts
+
+
+def _v2_assistant(data: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One model step: usage on the message itself, as v1's (one-step) message.tokens holds it."""
+    model = data.get("model") if isinstance(data.get("model"), dict) else {}
+    info = {key: data[key] for key in ("agent", "cost", "tokens", "finish", "error") if key in data}
+    info.update(role="assistant", modelID=model.get("id"), providerID=model.get("providerID"))
+    parts = [_v2_content_part(content) for content in data.get("content") or [] if isinstance(content, dict)]
+    return info, parts
+
+
+def _v2_content_part(content: dict[str, Any]) -> dict[str, Any]:
+    if content.get("type") != "tool":
+        return {key: value for key, value in content.items() if key != "id"}
+    state = content.get("state") if isinstance(content.get("state"), dict) else {}
+    times = content.get("time") if isinstance(content.get("time"), dict) else {}
+    error = state.get("error") if isinstance(state.get("error"), dict) else {}
+    tool_input = state.get("input")
+    return {
+        "type": "tool",
+        "callID": content.get("callID") or content.get("id"),
+        "tool": content.get("name"),
+        "state": {
+            "status": state.get("status"),
+            "input": tool_input if isinstance(tool_input, dict) else {},  # pending: the raw JSON text so far
+            "output": _text_content(state.get("content")),
+            "error": error.get("message"),
+            "metadata": state.get("structured") or {},  # the shell tool's exit code is `structured.exit`
+            "time": {"start": times.get("ran"), "end": times.get("completed")},
+        },
+    }
+
+
+def _v2_shell(data: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A command the user ran with `!`: stored without its exit code."""
+    times = data.get("time") or {}
+    state = {
+        "status": "completed" if times.get("completed") else "running",
+        "input": {"command": data.get("command")},
+        "output": data.get("output"),
+        "time": {"start": times.get("created"), "end": times.get("completed")},
+    }
+    return {"role": "user"}, [{"type": "tool", "callID": data.get("callID"), "tool": "shell", "state": state}]
+
+
+def _text_content(content: Any) -> str | None:
+    """The text of a tool result's content list (files and other kinds carry no text)."""
+    texts = [item.get("text") for item in content or [] if isinstance(item, dict) and item.get("type") == "text"]
+    return "\n".join(text for text in texts if isinstance(text, str)) if texts else None
 
 
 # ------------------------------------------------------------------- concatenated objects
