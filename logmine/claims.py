@@ -29,11 +29,15 @@ from .verdicts import VERIFIABLE, knowledge
 
 @functools.cache
 def matchers() -> dict[str, PhraseMatcher]:
-    """Phrase matchers: `cue` keyed by quantity name, `scope` by total/rank, `domain` by host/gpu."""
+    """Phrase matchers: `cue` and `not_with` keyed by quantity name, `scope` by total/rank, `domain` by
+    host/gpu, `bound` by upper/lower, and the `hypothetical` and `reported` sentence markers."""
     nlp = pipeline()
     spec = knowledge()
     groups = {"cue": {name: q["cues"] for name, q in spec["quantities"].items()}, "scope": spec["scope"],
-              "domain": {k: v for k, v in spec["domains"].items() if not k.startswith("_")}}
+              "domain": {k: v for k, v in spec["domains"].items() if not k.startswith("_")},
+              "not_with": {name: q["not_with"] for name, q in spec["quantities"].items() if q.get("not_with")},
+              "hypothetical": {"hypothetical": spec["hypothetical"]}, "reported": {"reported": spec["reported"]},
+              "bound": spec["bounds"]}
     found = {}
     for group, phrases in groups.items():
         matcher = PhraseMatcher(nlp.vocab, attr="LOWER")
@@ -162,13 +166,14 @@ def cues(sent: Span, ent: Span, q: Quantity, hits: dict[str, list],
     def distance(start: int, end: int) -> int:
         return start - ent.end if start >= ent.end else ent.start - end
 
+    other_figure = {name for name, s, _ in hits["not_with"] if clauses[s - sent.start] == clause}
     in_clause = [(distance(s, e), name, s, e) for name, s, e in hits["cue"]
                  if clauses[s - sent.start] == clause and not ent.start <= s < ent.end]
     nearest = min((d for d, *_ in in_clause), default=None)
     found = []
     for name, start, end in hits["cue"]:
         domain = knowledge()["quantities"][name].get("domain")
-        if dimension_of(name) != q.dimension or ent.start <= start < ent.end or (
+        if dimension_of(name) != q.dimension or ent.start <= start < ent.end or name in other_figure or (
                 domain and domains and domain not in domains):
             continue
         between = range(end, ent.start) if start < ent.start else range(ent.end, start)
@@ -195,31 +200,103 @@ def flag_settings(sent: Span) -> dict[str, float]:
     return settings
 
 
-def read_claims(doc: Doc, offset: int, sentence_base: int) -> list[dict]:
+# Words inside a quantity that make it an increment ("3 more minutes"), not a figure of its own.
+INCREMENT_WORDS = {"more", "extra", "additional", "further", "another"}
+# Words right after a count that make it a rate ("1,235 tokens per second").
+RATE_STARTS = (("per", "second"), ("per", "sec"), ("per", "s"), ("a", "second"), ("each", "second"), ("/s",))
+
+
+def is_change(sent: Span, ent: Span) -> bool:
+    """'grew the KV pool by 40,000 tokens': a difference between two figures, neither of them."""
+    return ent.start > sent.start and sent.doc[ent.start - 1].lower_ == "by"
+
+
+def is_rate(sent: Span, ent: Span) -> bool:
+    after = tuple(t.lower_ for t in sent.doc[ent.end:min(ent.end + 2, sent.end)])
+    return any(after[:len(start)] == start for start in RATE_STARTS)
+
+
+def bound_of(sent: Span, ent: Span, hits: dict[str, list], clauses: list[int]) -> str | None:
+    """`upper` for 'under 12 minutes', `lower` for 'at least 8 GB', read in the words just before the number
+    (past an approximate word); 'between A and B' makes A a lower and B an upper bound."""
+    start = ent.start
+    while start > sent.start and sent.doc[start - 1].lower_ in knowledge()["approximate"]:
+        start -= 1
+    named = next((name for name, _, end in hits["bound"] if end == start), None)
+    if named:
+        return named
+    before = sent.doc[start - 1].lower_ if start > sent.start else ""
+    clause = clauses[ent.start - sent.start]
+    between = [t.i for t in sent if t.lower_ == "between" and t.i < ent.start and clauses[t.i - sent.start] == clause]
+    if between:
+        return "upper" if before == "and" else ("lower" if before == "between" else None)
+    return None
+
+
+def marked(hits: list, sent: Span, clauses: list[int] | None = None, clause: int | None = None) -> bool:
+    """Whether a marker phrase is in the sentence (or, given one, in that clause)."""
+    return any(clause is None or clauses[s - sent.start] == clause for _, s, _ in hits)
+
+
+def states_no_figure(sent: Span, ent: Span, last: Span, hits: dict[str, list], clauses: list[int]) -> bool:
+    """A number that is no figure of its own: an increment ('3 more minutes'), a change ('by 40,000
+    tokens'), a rate ('tokens per second', read after `last`, the quantity's last entity) or someone
+    else's words ('you said it takes 20 minutes')."""
+    return (any(t.lower_ in INCREMENT_WORDS for t in ent) or is_change(sent, ent) or is_rate(sent, last)
+            or marked(hits["reported"], sent, clauses, clauses[ent.start - sent.start]))
+
+
+def compound_seconds(sent: Span, ents: list[Span], k: int) -> tuple[Quantity | None, Span | None]:
+    """'6 min 30 s' as one duration: the minutes with the seconds after them added, and the seconds'
+    entity (read as part of it, not alone); (None, None) when the entity is not such a pair's first."""
+    first = quantity(ents[k])
+    if first is None or first.dimension != "seconds" or k + 1 >= len(ents):
+        return None, None
+    nxt = ents[k + 1]
+    gap = [t.lower_ for t in sent.doc[ents[k].end:nxt.start]]
+    second = quantity(nxt)
+    if second is None or second.dimension != "seconds" or gap not in ([], ["and"]) or second.factor >= first.factor:
+        return None, None
+    written = first.written + second.value / first.factor
+    step = second.step * second.factor / first.factor
+    return Quantity(written, first.written_unit, "seconds", written * first.factor, first.factor, step,
+                    first.approximate), nxt
+
+
+def read_claims(doc: Doc, offset: int, sentence_base: int, code: list[tuple[int, int]] = ()) -> list[dict]:
     """The reading of every checkable number of one line of assistant text (plain data, JSON-able):
-    `offset` is the line's character offset in its message, `sentence_base` its first sentence's number."""
+    `offset` is the line's character offset in its message, `sentence_base` its first sentence's number;
+    numbers in `code` (character spans of the line in a code block) are commands, not claims."""
     strings = doc.vocab.strings
     hits_in_doc = {group: [(strings[k], s, e) for k, s, e in m(doc)] for group, m in matchers().items()}
     readings = []
     for sentence_no, sent in enumerate(doc.sents):
-        ents = [e for e in sent.ents if e.label_ == "QUANTITY"]
+        ents = [e for e in sent.ents if e.label_ == "QUANTITY"
+                and not any(a <= e.start_char < b for a, b in code)]
         if not ents:
             continue
         clauses = clause_of(sent)
         hits = {group: [h for h in found if sent.start <= h[1] < sent.end] for group, found in hits_in_doc.items()}
         settings = flag_settings(sent)
-        for ent in ents:
-            q = quantity(ent)
-            if q is None or q.dimension not in VERIFIABLE or q.high is not None:
+        hypothetical = marked(hits["hypothetical"], sent)
+        joined: set[int] = set()  # seconds read as part of the minutes before them
+        for k, ent in enumerate(ents):
+            compound, part = compound_seconds(sent, ents, k)
+            q = compound or quantity(ent)
+            if (q is None or q.dimension not in VERIFIABLE or q.high is not None or ent.start in joined
+                    or states_no_figure(sent, ent, part or ent, hits, clauses)):
                 continue
+            if part is not None:
+                joined.add(part.start)
             arith = arithmetic(sent, ent)
             scopes, cue_list = cues(sent, ent, q, hits, clauses)
             readings.append({
                 "sentence": sentence_base + sentence_no, "span_start": offset + ent.start_char,
-                "span_end": offset + ent.end_char,
-                "text": claim_text(sent, ent, clauses, arith.start_char if arith else ent.start_char),
+                "span_end": offset + (part or ent).end_char,
+                "text": claim_text(sent, part or ent, clauses, arith.start_char if arith else ent.start_char),
                 "sentence_text": sent.text, "quantity": list(astuple(q)),
                 "arithmetic": None if arith is None else [arith.expression, arith.value],
                 "settings": settings, "scopes": scopes, "cues": cue_list,
-                "what_if": what_if_settings(sent, ent, q)})
+                "what_if": what_if_settings(sent, ent, q), "bound": bound_of(sent, ent, hits, clauses),
+                "hypothetical": hypothetical})
     return readings

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .quantities import APPROXIMATE_MARKS, Quantity, number, units
+from .verdicts import knowledge
 
 if TYPE_CHECKING:
     from spacy.tokens import Span
@@ -28,8 +29,9 @@ def quantity(span: Span) -> Quantity | None:
     canonical, dimension, factor = table.get(unit_token.text) or table[unit_token.lower_]
     high = number(numbers[1].text)[0] if len(numbers) > 1 and number(numbers[1].text) else None
     written, step = parsed
-    approximate = numbers[0].text.startswith(APPROXIMATE_MARKS) or (
-        span.start > 0 and span.doc[span.start - 1].lower_ in ("~", "about", "roughly", "around", "approximately"))
+    before = " ".join(t.lower_ for t in span.doc[max(0, span.start - 3):span.start])
+    approximate = numbers[0].text.startswith(APPROXIMATE_MARKS) or any(
+        before == word or before.endswith(" " + word) for word in knowledge()["approximate"])
     return Quantity(written, canonical, dimension, written * factor, factor, step, approximate, high)
 
 

@@ -110,6 +110,7 @@ def _read(con: duckdb.DuckDBPyConnection, messages: list[tuple]) -> None:
     from . import claims, facts, nlp  # spaCy: only when there is prose not read yet
 
     pieces = [(m, offset, line) for m in messages for offset, line in nlp.lines(m[4])]
+    code = {m[:2]: nlp.code_blocks(m[4]) for m in messages if m[3] == "assistant"}  # (session, message) -> code
     fact_rows, readings = [], []
     sentence_no: dict[tuple[str, str], int] = {}  # sentences read so far in each message
     for (message, offset, _), doc in zip(pieces, nlp.read(line for _, _, line in pieces), strict=True):
@@ -120,13 +121,19 @@ def _read(con: duckdb.DuckDBPyConnection, messages: list[tuple]) -> None:
         for k, sent in enumerate(doc.sents):
             fact_rows += [{**row, "role": role} for row in facts.fact_rows(sent, base, first + k, offset)]
         if role == "assistant":
+            spans = in_line(code[session_id, message_id], offset, len(doc.text))
             readings += [{"session_id": session_id, "message_id": message_id, "reading": json.dumps(r)}
-                         for r in claims.read_claims(doc, offset, first)]
+                         for r in claims.read_claims(doc, offset, first, spans)]
         sentence_no[session_id, message_id] = first + sum(1 for _ in doc.sents)
     _insert(con, "facts", fact_rows, TABLES["facts"])
     _insert(con, "claim_readings", readings, READ_TABLES["claim_readings"])
     read = [{"session_id": m[0], "message_id": m[1], "text_md5": m[5], "reader": reader_version()} for m in messages]
     _insert(con, "prose_read", read, READ_TABLES["prose_read"])
+
+
+def in_line(spans: list[tuple[int, int]], offset: int, length: int) -> list[tuple[int, int]]:
+    """The spans that reach into the line at `offset`, in the line's own characters."""
+    return [(max(a - offset, 0), b - offset) for a, b in spans if a < offset + length and b > offset]
 
 
 def first_line(text: str) -> str:
@@ -145,8 +152,11 @@ def _judge(con: duckdb.DuckDBPyConnection) -> None:
     if not readings:
         return
     measured = _measured_by_run(con)
-    runs = [(s, o, t, json.loads(args) if args else None) for s, o, t, args in execute(con, """
-        SELECT r.source_id, r.ordinal, r.started_at, c.args FROM runs AS r LEFT JOIN configs AS c USING (config_id)
+    runs = [verdicts.Run(s, o, t, json.loads(args) if args else None, last) for s, o, t, args, last in execute(con, """
+        SELECT r.source_id, r.ordinal, r.started_at, c.args,
+               (SELECT max(l.ts) FROM lines AS l
+                WHERE l.source_id = r.source_id AND l.line_no BETWEEN r.first_line_no AND r.last_line_no)
+        FROM runs AS r LEFT JOIN configs AS c USING (config_id)
         ORDER BY r.started_at""")]
     links: dict[str, list[tuple]] = {}
     for session_id, index, source_id, ordinal in execute(con, """
@@ -159,7 +169,7 @@ def _judge(con: duckdb.DuckDBPyConnection) -> None:
         which = verdicts.run_with_settings(default, local_time, reading["settings"], runs)
         rows.append({"session_id": session_id, "message_id": message_id, "message_index": index,
                      "message_first_line": first_line(text),
-                     **verdicts.judged(reading, which, measured.get(which, {}))})
+                     **verdicts.judged_among_runs(reading, which, local_time, runs, measured)})
     _insert(con, "claims", rows, TABLES["claims"])
 
 

@@ -98,6 +98,16 @@ def _tokenizer(nlp: Language, spec: dict, class_marks: list[str]) -> Tokenizer:
         url_match=None)  # URLs would swallow "host:port/path" shapes the rules above already keep
 
 
+# A markdown code block, to its closing fence or the end of the text.
+FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,}).*?(?:^[ \t]*\1[ \t]*$|\Z)", re.S | re.M)
+
+
+def code_blocks(text: str) -> list[tuple[int, int]]:
+    """Character spans of the text's fenced code blocks (commands, config, output): numbers there are not
+    claims. Inline `code` stays prose: agents quote the log's figures in it (`available_gpu_mem=7.90 GB`)."""
+    return [m.span() for m in FENCED.finditer(text)]
+
+
 def lines(text: str) -> Iterator[tuple[int, str]]:
     """Each non-blank line of a message (its first LONGEST_LINE characters) and its character offset;
     markdown lists are one item a line."""

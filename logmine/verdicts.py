@@ -23,7 +23,8 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from .quantities import Quantity, data_file
 
@@ -48,6 +49,7 @@ class Candidate:
     measured: Measured
     strong: bool      # the cue is the nearest one in the claim's clause
     distance: int     # tokens between cue and number
+    what_if: bool = False  # the figure a proposed change predicts, not one the log printed
 
 
 @functools.cache
@@ -60,21 +62,31 @@ def tolerance(q: Quantity) -> float:
     return (q.step if q.approximate else q.step / 2) + 1e-9
 
 
-def compare(q: Quantity, m: Measured) -> tuple[bool, str | None, float]:
+def within(written: float, measured: float, tol: float, bound: str | None) -> bool:
+    """Whether the measured figure agrees with the number as written: equal within `tol`, or on the right
+    side of it when the number is a bound ('under 12 minutes' is `upper`, 'at least 8 GB' `lower`)."""
+    if bound == "upper":
+        return measured <= written + tol
+    if bound == "lower":
+        return measured >= written - tol
+    return abs(written - measured) <= tol
+
+
+def compare(q: Quantity, m: Measured, bound: str | None = None) -> tuple[bool, str | None, float]:
     """(agrees, cause of a disagreement when it is a unit mix-up, measured value in the written unit)."""
     factor = q.factor
     tol = tolerance(q) + m.slack * (m.bytes_per_unit or 1.0) / factor
     if m.bytes_per_unit is None:
         measured = m.value / factor if q.dimension != "bytes" else m.value
-        return abs(q.written - measured) <= tol, None, measured
-    as_printed = q.written_unit == m.unit and abs(q.written - m.value) <= tol
+        return within(q.written, measured, tol, bound), None, measured
+    as_printed = q.written_unit == m.unit and within(q.written, m.value, tol, bound)
     in_bytes = m.value * m.bytes_per_unit
     converted = in_bytes / factor
-    if as_printed or abs(q.written - converted) <= tol:
+    if as_printed or within(q.written, converted, tol, bound):
         return True, None, m.value if as_printed else converted
     shown = m.value if q.written_unit == m.unit else converted  # as the log prints it when the labels agree
     counterpart = BINARY_COUNTERPART.get(factor)
-    if counterpart and abs(q.written - in_bytes / counterpart) <= tol:
+    if bound is None and counterpart and abs(q.written - in_bytes / counterpart) <= tol:
         true_unit = UNIT_NAME.get(m.bytes_per_unit, m.unit)
         cause = (f"{UNIT_NAME[counterpart]} written as {q.written_unit}: "
                  f"{m.value:g} {true_unit} = {in_bytes / counterpart:.2f} {UNIT_NAME[counterpart]}")
@@ -82,20 +94,23 @@ def compare(q: Quantity, m: Measured) -> tuple[bool, str | None, float]:
     return False, None, shown
 
 
-def judge(q: Quantity, found: list[Candidate], arith: tuple[str, float] | None) -> dict:
-    """The verdict of one claim over its candidates."""
+def judge(q: Quantity, found: list[Candidate], arith: tuple[str, float] | None, bound: str | None = None,
+          hypothetical: bool = False) -> dict:
+    """The verdict of one claim over its candidates. A number of a plan or prediction (`hypothetical`)
+    speaks of a configuration the log did not measure: only a unit mix-up, wrong arithmetic or a what-if
+    rule's figure can contradict it."""
     if arith is not None and abs(arith[1] - q.written) > tolerance(q):
         best = found[0].measured if found else None
         return _verdict("inconsistent", best, None if best is None else compare(q, best)[2],
                         f"arithmetic: {arith[0]} = {arith[1]:.4g}, not {q.written:g}")
-    results = [(c, *compare(q, c.measured)) for c in found]
+    results = [(c, *compare(q, c.measured, bound)) for c in found]
     for c, agrees, _, measured in results:
         if agrees:
             return _verdict("consistent", c.measured, measured, None)
     for c, _, cause, measured in results:
         if cause:
             return _verdict("inconsistent", c.measured, measured, cause)
-    strong = [(c, measured) for c, _, _, measured in results if c.strong]
+    strong = [(c, measured) for c, _, _, measured in results if c.strong and (c.what_if or not hypothetical)]
     if strong:
         return _verdict("inconsistent", strong[0][0].measured, strong[0][1], None)
     return _verdict("unverifiable", None, None, None)
@@ -121,7 +136,9 @@ def judged(reading: dict, which: tuple[int, int] | None, run_measured: dict) -> 
             "text": reading["text"], "value": q.written, "unit": q.written_unit, "approximate": q.approximate,
             "arithmetic": None if arith is None else f"{arith[0]} = {arith[1]:.4g}",
             "source_id": which[0] if which else None, "run": which[1] if which else None,
-            "sentence_text": reading["sentence_text"], **judge(q, candidates(reading, run_measured), arith)}
+            "sentence_text": reading["sentence_text"],
+            **judge(q, candidates(reading, run_measured), arith, reading.get("bound"),
+                    reading.get("hypothetical", False))}
 
 
 def candidates(reading: dict, run_measured: dict) -> list[Candidate]:
@@ -129,7 +146,7 @@ def candidates(reading: dict, run_measured: dict) -> list[Candidate]:
     found: list[Candidate] = []
     special = what_if(reading, run_measured)
     if special is not None:
-        found.append(Candidate(special, True, 0))
+        found.append(Candidate(special, True, 0, what_if=True))
     for name, strong, distance in reading["cues"]:
         for scope in reading["scopes"]:
             m = run_measured.get((name, scope))
@@ -153,34 +170,70 @@ def what_if(reading: dict, run_measured: dict) -> Measured | None:
     return None
 
 
+class Run(NamedTuple):
+    source_id: int
+    ordinal: int
+    started_at: datetime | None
+    config: dict | None
+    last_seen: datetime | None  # the time of its last line
+
+
+# How long after a run's last line a message may still speak of it unprompted: a session days from any
+# run (a journal and a transcript of different days ingested together) speaks of none of them.
+RECENT = timedelta(hours=12)
+
+
 def run_of_message(when: datetime | None, message_index: int, session_links: list[tuple[int, int, int]],
-                   runs: list[tuple[int, int, object, dict | None]]) -> tuple[int, int] | None:
+                   runs: list[Run]) -> tuple[int, int] | None:
     """The run a message speaks of: the one its configuration change produced (or the latest change
-    before it), unless a later run was already up; else the run current at its time, else the nearest."""
-    started = {(s, o): t for s, o, t, _ in runs}
+    before it), unless a later run was already up; else the run current at its time, else the nearest
+    (neither when the message is far from every run)."""
+    started = {r[:2]: r.started_at for r in runs}
     linked = [(s, o) for idx, s, o in session_links if idx <= message_index]
-    current = [(t, s, o) for s, o, t, _ in runs if when is not None and t is not None and t <= when]
+    near = [r for r in runs if r.started_at is not None and when is not None
+            and r.started_at - RECENT <= when <= (r.last_seen or r.started_at) + RECENT]
+    current = [(r.started_at, *r[:2]) for r in near if r.started_at <= when]
     best = max(current)[1:] if current else None
     if linked:
         candidate = linked[-1]
         if best is None or (started.get(candidate) and started[candidate] > started[best]):
             best = candidate
-    if best is None and when is not None:
-        nearest = [(abs((t - when).total_seconds()), s, o) for s, o, t, _ in runs if t is not None]
-        best = min(nearest)[1:] if nearest else None
+    if best is None and near:
+        best = min((abs((r.started_at - when).total_seconds()), *r[:2]) for r in near)[1:]
     return best
 
 
 def run_with_settings(default: tuple[int, int] | None, when: datetime | None, settings: dict[str, float],
-                      runs: list[tuple[int, int, object, dict | None]]) -> tuple[int, int] | None:
+                      runs: list[Run]) -> tuple[int, int] | None:
     """A sentence naming flag values speaks of a configuration: when the message's run was not started
     with them, the first run from the message's time on that was ("--hicache-ratio 2.0 asks for ...")."""
-    configs = {(s, o): c for s, o, _, c in runs}
+    configs = {r[:2]: r.config for r in runs}
     if not settings or default is None or _has_settings(configs.get(default), settings):
         return default
-    later = [(t, s, o) for s, o, t, c in runs
-             if t is not None and (when is None or t >= when) and _has_settings(c, settings)]
+    later = [(r.started_at, *r[:2]) for r in runs if r.started_at is not None
+             and (when is None or r.started_at >= when) and _has_settings(r.config, settings)]
     return min(later)[1:] if later else default
+
+
+def judged_among_runs(reading: dict, which: tuple[int, int] | None, when: datetime | None, runs: list[Run],
+                      measured: dict[tuple[int, int], dict]) -> dict:
+    """`judged` against the run the message speaks of; a figure that contradicts it (not by a unit mix-up)
+    but is what a run before it measured speaks of that run, and is no error."""
+    claim = judged(reading, which, measured.get(which, {}))
+    if claim["verdict"] != "inconsistent" or claim["cause"] is not None:
+        return claim
+    for run in earlier_runs(which, when, runs):
+        other = judged(reading, run, measured.get(run, {}))
+        if other["verdict"] == "consistent":
+            return other
+    return claim
+
+
+def earlier_runs(which: tuple[int, int] | None, when: datetime | None, runs: list[Run]) -> list[tuple[int, int]]:
+    """The runs started before the message other than `which`, latest first: what else a figure that
+    contradicts its run may be about ("before the change the pool was 200,000 tokens")."""
+    before = [r for r in runs if r[:2] != which and r.started_at is not None and (when is None or r.started_at <= when)]
+    return [r[:2] for r in sorted(before, key=lambda r: r.started_at, reverse=True)]
 
 
 def _has_settings(config: dict | None, settings: dict[str, float]) -> bool:

@@ -1,0 +1,88 @@
+"""Claims read in their context: a figure of an earlier run, a plan, a bound, a figure in use rather than
+capacity, a rate, the user's words, a code block, a duration in two units. Each was judged against the
+current run's figure and called an error. A real error must still be one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from logmine import api
+
+from .conftest import REPO
+
+# The demo journal: run 1 ready after 81 s, run 3 (current from 10:37:02) after 115 s, host pool 80.23 GB.
+MESSAGES = [
+    "Before the restart the server took 81 s to load.",
+    "With --hicache-ratio 4 the host pool would be ~160 GB per GPU.",
+    "It needed under 2 minutes to come up.",
+    "About 150,000 tokens were resident in the KV pool at peak.",
+    "Decode runs at 1,235 tokens per second.",
+    "You said it takes 20 minutes to load; this start took 115 s to load.",
+    "Restart it like this:\n```\n# 30 min to come up at most\nsystemctl restart sglang-qwen\n```",
+    "It came up in 1 min 55 s.",
+    "Raising the ratio grew the host pool by 40 GB.",
+    "The load took 3 minutes.",
+]
+
+
+def judged(folder: Path, day: str) -> dict[str, list[tuple]]:
+    """The claims of MESSAGES, said on `day` at 10:45, judged against the demo journal: by first line."""
+    lines = [{"type": "user", "uuid": "u0", "sessionId": "s1", "timestamp": f"{day}T10:44:00Z", "cwd": "/w",
+              "message": {"role": "user", "content": "how did the restarts go?"}}]
+    for i, text in enumerate(MESSAGES):
+        lines.append({"type": "assistant", "uuid": f"a{i}", "sessionId": "s1", "cwd": "/w",
+                      "timestamp": f"{day}T10:45:{i:02d}Z",
+                      "message": {"id": f"msg_{i}", "role": "assistant", "model": "claude-x",
+                                  "content": [{"type": "text", "text": text}],
+                                  "usage": {"input_tokens": 1, "output_tokens": 1}}})
+    session = folder / "s1.jsonl"
+    session.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    db = folder / "t.duckdb"
+    api.ingest([str(REPO / "examples" / "demo" / "journal.txt"), str(session)], db=db, tz="+00:00")
+    found: dict[str, list[tuple]] = {}
+    with api.open_db(db) as con:
+        for index, text, verdict, run in con.execute(
+                "SELECT message_index, text, verdict, run FROM claims ORDER BY message_index, span_start").fetchall():
+            found.setdefault(MESSAGES[index - 1].split("\n")[0], []).append((text, verdict, run))
+    return found
+
+
+@pytest.fixture(scope="module")
+def claims(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[tuple]]:
+    return judged(tmp_path_factory.mktemp("claims"), "2026-03-12")
+
+
+def test_a_session_days_from_every_run_speaks_of_none(tmp_path: Path) -> None:
+    """A journal and a transcript of different days ingested together: no verdict, rather than a wrong one."""
+    later = judged(tmp_path, "2026-03-25")
+    assert {v for found in later.values() for _, v, _ in found} == {"unverifiable"}
+
+
+def test_a_figure_of_an_earlier_run_is_that_runs(claims: dict) -> None:
+    assert claims["Before the restart the server took 81 s to load."] == [("81 s to load", "consistent", 1)]
+
+
+def test_a_plan_cannot_contradict_the_run(claims: dict) -> None:
+    assert [v for _, v, _ in claims["With --hicache-ratio 4 the host pool would be ~160 GB per GPU."]] == \
+        ["unverifiable"]
+
+
+def test_a_bound_and_a_duration_in_two_units(claims: dict) -> None:
+    assert claims["It needed under 2 minutes to come up."] == [("2 minutes to come up", "consistent", 3)]
+    assert claims["It came up in 1 min 55 s."] == [("1 min 55 s", "consistent", 3)]
+
+
+def test_numbers_that_state_no_figure_of_the_run_are_no_errors(claims: dict) -> None:
+    assert [v for _, v, _ in claims["About 150,000 tokens were resident in the KV pool at peak."]] == ["unverifiable"]
+    for said in ("Decode runs at 1,235 tokens per second.", "Raising the ratio grew the host pool by 40 GB.",
+                 "Restart it like this:"):
+        assert said not in claims
+    assert claims["You said it takes 20 minutes to load; this start took 115 s to load."] == [
+        ("115 s to load", "consistent", 3)]
+
+
+def test_a_wrong_figure_is_still_an_error(claims: dict) -> None:
+    assert claims["The load took 3 minutes."] == [("3 minutes", "inconsistent", 3)]
