@@ -152,7 +152,9 @@ def candidates(reading: dict, run_measured: dict) -> list[Candidate]:
             m = run_measured.get((name, scope))
             if m is not None:
                 found.append(Candidate(m, strong, distance))
-    found.sort(key=lambda c: (not c.strong, c.distance, c.measured.scope != "rank"))
+    # Ties go to the quantity listed first in quantities.json: "weights" means the weights, not what they leave.
+    order = {name: k for k, name in enumerate(knowledge()["quantities"])}
+    found.sort(key=lambda c: (not c.strong, c.distance, c.measured.scope != "rank", order.get(c.measured.quantity, -1)))
     return found
 
 
