@@ -757,3 +757,25 @@ def test_an_output_claude_code_saved_apart_is_the_calls_output(tmp_path):
         assert con.execute("SELECT count(*), count(DISTINCT tp) FROM embedded_lines WHERE kind = 'decode_batch'"
                            ).fetchone() == (60, 1)
         assert con.execute("SELECT length(output) FROM tool_calls").fetchone() == (len(journal),)
+
+
+def test_a_saved_output_is_read_only_from_its_calls_tool_results_file(tmp_path):
+    """A crafted preview naming another file of the machine (or another call's) leaves the preview."""
+    from logmine.parsers.transcripts.claude_code import saved_output
+
+    session = tmp_path / "p" / "s1.jsonl"
+    saved = tmp_path / "p" / "s1" / "tool-results" / "toolu_1.txt"
+    saved.parent.mkdir(parents=True)
+    saved.write_text("the whole output\n")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("do not copy me\n")
+
+    def preview(named: Path) -> str:
+        return (f"<persisted-output>\nOutput too large (9.9KB). Full output saved to: {named}\n\n"
+                "Preview (first 2KB):\n...")
+
+    assert saved_output(session, "toolu_1", preview(saved)) == "the whole output\n"
+    assert saved_output(session, "toolu_1", preview(Path("/elsewhere/s1/tool-results/toolu_1.txt"))) == \
+        "the whole output\n"  # copied here: found beside the session
+    for crafted, call in ((secret, "toolu_1"), (saved, "toolu_2"), (Path("/etc/tool-results/../passwd"), "toolu_1")):
+        assert saved_output(session, call, preview(crafted)) == preview(crafted)

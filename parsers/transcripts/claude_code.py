@@ -105,15 +105,19 @@ def is_saved_tool_output(path: Path) -> bool:
     return (session_dir.parent / f"{session_dir.name}.jsonl").exists()
 
 
-def saved_output(path: Path, preview: str) -> str:
+def saved_output(path: Path, call_id: str, preview: str) -> str:
     """The whole output a `<persisted-output>` preview names, when it can be read here (at its recorded
-    path, else in the session's `tool-results/` beside this file) and is not over SAVED_OUTPUT_MAX_CHARS."""
+    path, else in the session's `tool-results/` beside this file) and is not over SAVED_OUTPUT_MAX_CHARS.
+    Only a file of a `tool-results/` folder named after the call is read: a transcript from elsewhere
+    cannot have any other file of this machine copied into the database."""
     named = _SAVED_OUTPUT.search(preview) if preview.startswith("<persisted-output>") else None
-    if named is None:
+    recorded = Path(named.group("path").strip()) if named else None
+    if recorded is None or recorded.parent.name != "tool-results" or not recorded.name.startswith(call_id + "."):
         return preview
-    recorded = Path(named.group("path").strip())
     for candidate in (recorded, tool_results_folder(path) / recorded.name):
         with contextlib.suppress(OSError, ValueError):
+            if not candidate.is_file():
+                continue
             with candidate.open(encoding="utf-8", errors="replace") as saved:
                 text = saved.read(SAVED_OUTPUT_MAX_CHARS + 1)
             return text if len(text) <= SAVED_OUTPUT_MAX_CHARS else preview
@@ -311,7 +315,7 @@ class _SessionBuilder:
         agent_id = _agent_id_of(result, call.output)
         if agent_id and line.get("sessionId"):
             call.child_session_id = child_session_id(line["sessionId"], agent_id)
-        call.output = saved_output(self.path, call.output) if self.keep_content else None
+        call.output = saved_output(self.path, call.call_id, call.output) if self.keep_content else None
 
     # ---------------------------------------------------------------------------- output
 
