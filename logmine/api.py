@@ -230,19 +230,30 @@ def query(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> pd.Dat
     `source`, `run` and `session` must name ones that exist (LookupError says which do); a source may
     be given by its path, its display name or any suffix of it that names one source.
     """
-    return named_queries.execute(con, name, **check_selection(con, **params))
+    return named_queries.execute(con, name, **check_selection(con, **_taken(name, params)))
+
+
+def _taken(name: str, params: dict[str, object]) -> dict[str, object]:
+    """`params`, refused (LookupError) when one is given that the query does not read: `runs` filtered by a
+    session would silently give every run."""
+    unread = [p for p, v in params.items() if v is not None and p not in named_queries.parameters(name)]
+    if unread:
+        taken = ", ".join(named_queries.parameters(name)) or "none"
+        raise LookupError(f"query {name} has no {' or '.join(unread)} parameter (its parameters: {taken})")
+    return params
 
 
 def query_rows(con: duckdb.DuckDBPyConnection, name: str, *, at_most: int | None = None, **params: object) -> Rows:
     """`query` as plain Python rows (no pandas): what the CLI prints. With `at_most`, only the first rows
     of a longer result are fetched, and `total` says how many it has."""
-    return named_queries.fetch(con, named_queries.text(name), at_most=at_most, **check_selection(con, **params))
+    return named_queries.fetch(con, named_queries.text(name), at_most=at_most,
+                               **check_selection(con, **_taken(name, params)))
 
 
 def query_chunks(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> RowChunks:
     """`query_rows` a few thousand rows at a time, fetched as they are read (so while `con` is open): for
     writing a large result without holding it whole."""
-    return named_queries.fetch_chunks(con, named_queries.text(name), **check_selection(con, **params))
+    return named_queries.fetch_chunks(con, named_queries.text(name), **check_selection(con, **_taken(name, params)))
 
 
 def sql(con: duckdb.DuckDBPyConnection, statement: str, **params: object) -> pd.DataFrame:

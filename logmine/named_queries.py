@@ -36,6 +36,11 @@ def text(name: str) -> str:
     return (resources.files("logmine.queries") / f"{name}.sql").read_text()
 
 
+def parameters(name: str) -> list[str]:
+    """The `$name` parameters the query reads, in the order it first reads them."""
+    return list(dict.fromkeys(PARAMETER.findall(_without_comments(text(name)))))
+
+
 def description(name: str) -> str:
     """The first line of the query's header comment."""
     paragraph = []

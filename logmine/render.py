@@ -278,11 +278,14 @@ def fit_widths(columns: Sequence[str], natural: dict[str, int], width: int) -> d
               for c in columns}
     excess = table_width(widths) - width
     while excess > 0:
-        shrinkable = [c for c in columns if widths[c] > floors[c]]
+        shrinkable = sorted((c for c in columns if widths[c] > floors[c]), key=lambda c: -widths[c])
         if not shrinkable:
             return None
-        widest = max(shrinkable, key=lambda c: widths[c])
-        cut = min(excess, widths[widest] - floors[widest])
+        # The widest down to the next widest first, so that two long columns (a template and a source)
+        # share the room rather than one keeping all of it.
+        widest = shrinkable[0]
+        runner_up = max([widths[c] for c in shrinkable[1:]] + [floors[widest]])
+        cut = min(excess, max(1, widths[widest] - runner_up), widths[widest] - floors[widest])
         widths[widest] -= cut
         excess -= cut
     return widths
@@ -304,8 +307,9 @@ def table_width(widths: dict[str, int]) -> int:
 
 def table_lines(columns: Sequence[str], texts: dict[str, list[str]], widths: dict[str, int], n_rows: int) -> list[str]:
     numeric = {c: all(_looks_numeric(t) for t in texts[c] if t) for c in columns}
-    # A column of paths loses its head when cut, not the file name at its end.
-    paths = {c: all("/" in t and " " not in t for t in texts[c] if t) and any(texts[c]) for c in columns}
+    # A column of paths (a source's name always is one) loses its head when cut, not the file name at its end.
+    paths = {c: c in PATH_COLUMNS or (all("/" in t and " " not in t for t in texts[c] if t) and any(texts[c]))
+             for c in columns}
 
     def line(values: Sequence[str], header: bool = False) -> str:
         cells = [pad(clip(v, widths[c], keep_end=paths[c] and not header), widths[c], right=numeric[c])

@@ -220,3 +220,9 @@ def test_a_source_by_any_end_of_its_path_and_a_session_by_its_start(demo_db: str
             "source": display, "session": session}
         with pytest.raises(LookupError, match="no session 'nosuch'"):
             api.check_selection(con, session="nosuch")
+
+
+def test_a_filter_the_query_does_not_take_is_refused(demo_db: str) -> None:
+    """`runs --session` gave every run, as if filtered."""
+    assert "query runs has no session parameter (its parameters: source, run)" in failure(
+        "query", "runs", "--session", "ses_x", "--db", demo_db)

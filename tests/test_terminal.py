@@ -127,7 +127,11 @@ def test_the_table_rules_in_one_process() -> None:
     rows = Rows(["run", "path", "text"], [(1, "/etc/systemd/system/sglang.service", "word " * 40)])
     table = render(rows, "table", 45).splitlines()
     assert table[0].split() == ["run", "│", "path", "│", "text"] and max(map(len, table)) <= 45
-    assert "│ …tem/sglang.service │ word" in table[2] and table[2].endswith("…")  # a path keeps its end, text its start
+    assert "│ …m/sglang.service │ word" in table[2] and table[2].endswith("…")  # a path keeps its end, text its start
+    sources = Rows(["source", "n", "note"],
+                   [(f"mattbucci__smoke-256k__{m}.log", 1, "x" * 30) for m in ("Qwen3.6", "GLM")])
+    names = [line.split(" │ ")[0].strip() for line in render(sources, "table", 50).splitlines()[2:]]
+    assert names == ["…ke-256k__Qwen3.6.log", "…_smoke-256k__GLM.log"]  # a source's name keeps its end, slashes or not
     records = render(Rows(["a_long_figure_name", "another_long_figure"], [(1.5, 2)]), "table", 30)
     assert records.splitlines() == ["-[ RECORD 1 ]-----------------", "a_long_figure_name  │ 1.5",
                                     "another_long_figure │ 2"]
