@@ -7,7 +7,9 @@ that `logmine --help` and a query start fast.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -187,8 +189,10 @@ def query(name: str | None, db: str, run_: int | None, source: str | None, sessi
           engine: str, master: str, fmt: str, columns: str | None, no_pager: bool) -> None:
     """Run a named query from queries/ (without NAME: list them)."""
     if name is None:
-        for known in named_queries.names():
-            click.echo(f"{known:<16} {named_queries.description(known)}")
+        width = shutil.get_terminal_size().columns
+        for known in named_queries.names():  # each description wrapped at words, under its name's column
+            click.echo(textwrap.fill(named_queries.description(known), width=max(width, 40),
+                                     initial_indent=f"{known:<16} ", subsequent_indent=" " * 17))
         return
     if engine == "spark":
         if not data:
