@@ -322,12 +322,18 @@ def test_a_report_of_one_journal_of_two_names_the_file_but_not_each_run(two_jour
     assert set(CITED_LINE.findall(md)) == {"gpu-b/journal.txt"}  # the database still holds gpu-a's journal.txt
 
 
-def test_the_demo_and_the_kimi_sample_in_one_report(ingested: Callable[..., duckdb.DuckDBPyConnection]) -> None:
+@pytest.fixture(scope="module")
+def demo_and_kimi(ingested: Callable[..., duckdb.DuckDBPyConnection]) -> Callable[[], duckdb.DuckDBPyConnection]:
+    """A connection to a database of the demo and the kimi-k25 sample, journals and transcripts."""
     sample = shared_path("samples", "kimi-k25")
-    con = ingested(DEMO / "journal.txt", DEMO / "session.opencode.json", sample / "journal.txt",
-                   sample / "session.opencode.json")
-    md = api.report(con, fmt="markdown")
-    con.close()
+    paths = (DEMO / "journal.txt", DEMO / "session.opencode.json", sample / "journal.txt",
+             sample / "session.opencode.json")
+    return lambda: ingested(*paths)
+
+
+def test_the_demo_and_the_kimi_sample_in_one_report(demo_and_kimi: Callable[[], duckdb.DuckDBPyConnection]) -> None:
+    with demo_and_kimi() as con:
+        md = api.report(con, fmt="markdown")
     summary = section(md, "Summary")
     assert "3 server starts of qwen3-32b (2 ranks) in demo/journal.txt" in summary
     assert "3 server starts of kimi-k2.5 (8 ranks) in kimi-k25/journal.txt" in summary
@@ -360,3 +366,27 @@ def test_a_log_cut_off_while_the_server_loads_says_how_far_it_got(tmp_path: Path
     assert "1 server start of m/laguna (1 rank) in cut.log, from 2026-08-01 21:40:26 to 2026-08-01 21:51:16" in markdown
     assert "Run 1 never became ready: it was still capturing CUDA graphs when the log ends." in markdown
     assert "The last configuration's KV pool holds 32,997 tokens (5.14 GiB) on its rank." in markdown
+
+
+def test_a_report_of_one_source_holds_only_the_sessions_linked_to_its_runs(
+        demo_and_kimi: Callable[[], duckdb.DuckDBPyConnection]) -> None:
+    """The kimi session changed kimi's server, not the demo's: it has no place in the demo's report."""
+    with demo_and_kimi() as con:
+        md = api.report(con, fmt="markdown", source="demo/journal.txt", runs=[2])
+    agent = section(md, "The agent")
+    assert [row[0] for row in table_rows(agent.split("\n\n<details>")[0])] == ["ses\\_31e9d8b1…"]
+    assert "All 6 tool calls, in order" in agent
+    claims = table_rows(agent.split("### The agent's claims, checked against the logs")[1])
+    assert claims and {row[5].rpartition(":")[0] for row in claims if row[5]} == {"demo/journal.txt"}
+    assert "ses_36bb54d4" not in md.replace("\\", "") and "kimi" not in md
+
+
+def test_a_tool_call_without_an_exit_code_says_how_it_ended(
+        demo_and_kimi: Callable[[], duckdb.DuckDBPyConnection]) -> None:
+    """An agent's `task` call has no exit code and no ending tool: its status, not `nan`."""
+    with demo_and_kimi() as con:
+        md = api.report(con, fmt="markdown")
+    listing = section(md, "The agent").split("<details>")[1]
+    task = [line for line in listing.splitlines() if "  task  " in line]
+    assert len(task) == 1 and re.search(r"  task +81\.25 s  completed  \{", task[0]), task
+    assert not re.search(r"\bnan\b", md)
