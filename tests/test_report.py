@@ -3,6 +3,7 @@ sample), read back as a browser shows it (headless Chromium), in both formats.""
 
 from __future__ import annotations
 
+import html as html_module
 import json
 import re
 import shutil
@@ -19,6 +20,8 @@ from click.testing import CliRunner
 from logmine import api, named_queries
 from logmine.cli import main
 from logmine.report import build
+from logmine.report.data import gather
+from logmine.report.serving import trend_panels
 from tests.conftest import REPO, shared_path
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -255,8 +258,12 @@ def table_rows(markdown: str) -> list[list[str]]:
 
 
 def timeline_phases(markdown: str) -> dict[str, list[str]]:
-    """The timeline table: each phase's cells, one per run."""
-    return {row[0]: row[1:] for row in table_rows(section(markdown, "Timeline of every run"))}
+    """The timeline's tables (one per source): each phase's cells, one per run, the sources' runs in order."""
+    phases: dict[str, list[str]] = {}
+    for block in section(markdown, "Timeline of every run").split("\n\n"):
+        for row in table_rows(block):
+            phases.setdefault(row[0], []).extend(row[1:])
+    return phases
 
 
 @pytest.fixture(scope="module")
@@ -322,12 +329,18 @@ def test_a_report_of_one_journal_of_two_names_the_file_but_not_each_run(two_jour
     assert set(CITED_LINE.findall(md)) == {"gpu-b/journal.txt"}  # the database still holds gpu-a's journal.txt
 
 
-def test_the_demo_and_the_kimi_sample_in_one_report(ingested: Callable[..., duckdb.DuckDBPyConnection]) -> None:
+@pytest.fixture(scope="module")
+def demo_and_kimi(ingested: Callable[..., duckdb.DuckDBPyConnection]) -> Callable[[], duckdb.DuckDBPyConnection]:
+    """A connection to a database of the demo and the kimi-k25 sample, journals and transcripts."""
     sample = shared_path("samples", "kimi-k25")
-    con = ingested(DEMO / "journal.txt", DEMO / "session.opencode.json", sample / "journal.txt",
-                   sample / "session.opencode.json")
-    md = api.report(con, fmt="markdown")
-    con.close()
+    paths = (DEMO / "journal.txt", DEMO / "session.opencode.json", sample / "journal.txt",
+             sample / "session.opencode.json")
+    return lambda: ingested(*paths)
+
+
+def test_the_demo_and_the_kimi_sample_in_one_report(demo_and_kimi: Callable[[], duckdb.DuckDBPyConnection]) -> None:
+    with demo_and_kimi() as con:
+        md = api.report(con, fmt="markdown")
     summary = section(md, "Summary")
     assert "3 server starts of qwen3-32b (2 ranks) in demo/journal.txt" in summary
     assert "3 server starts of kimi-k2.5 (8 ranks) in kimi-k25/journal.txt" in summary
@@ -360,3 +373,115 @@ def test_a_log_cut_off_while_the_server_loads_says_how_far_it_got(tmp_path: Path
     assert "1 server start of m/laguna (1 rank) in cut.log, from 2026-08-01 21:40:26 to 2026-08-01 21:51:16" in markdown
     assert "Run 1 never became ready: it was still capturing CUDA graphs when the log ends." in markdown
     assert "The last configuration's KV pool holds 32,997 tokens (5.14 GiB) on its rank." in markdown
+
+
+def test_a_report_of_one_source_holds_only_the_sessions_linked_to_its_runs(
+        demo_and_kimi: Callable[[], duckdb.DuckDBPyConnection]) -> None:
+    """The kimi session changed kimi's server, not the demo's: it has no place in the demo's report."""
+    with demo_and_kimi() as con:
+        md = api.report(con, fmt="markdown", source="demo/journal.txt", runs=[2])
+    agent = section(md, "The agent")
+    assert [row[0] for row in table_rows(agent.split("\n\n<details>")[0])] == ["ses\\_31e9d8b1…"]
+    assert "All 6 tool calls, in order" in agent
+    claims = table_rows(agent.split("### The agent's claims, checked against the logs")[1])
+    assert claims and {row[5].rpartition(":")[0] for row in claims if row[5]} == {"demo/journal.txt"}
+    assert "ses_36bb54d4" not in md.replace("\\", "") and "kimi" not in md
+
+
+def test_a_tool_call_without_an_exit_code_says_how_it_ended(
+        demo_and_kimi: Callable[[], duckdb.DuckDBPyConnection]) -> None:
+    """An agent's `task` call has no exit code and no ending tool: its status, not `nan`."""
+    with demo_and_kimi() as con:
+        md = api.report(con, fmt="markdown")
+    listing = section(md, "The agent").split("<details>")[1]
+    task = [line for line in listing.splitlines() if "  task  " in line]
+    assert len(task) == 1 and re.search(r"  task +81\.25 s  completed  \{", task[0]), task
+    assert not re.search(r"\bnan\b", md)
+
+
+# Logs of two more servers, months from the demo and the kimi sample: glm-air's tail begins with its crash
+# (CUDA out of memory while starting, no start-up phase), the Ascend run has four ranks and a long name.
+GLM_AIR = "mattbucci__2x-3090-GA102-300-A1-sglang-inference__benchmarks__glm-air-probe-2026-06-11__server-a2-tail.log"
+ASCEND = "shun8686__for_debug__scripts__log__test_ascend_qwen3_32b_w8a8_2p_in2k_out2k_50ms.py.log"
+# Measures the page as Chromium lays it out, into a <pre id="layout"> the DOM dump carries (a copy of the
+# page, without its policy against scripts): the page's width, what sticks out of it, each table's
+# columns and each chart's texts against the chart's box.
+MEASURE = """<script>
+const width = document.documentElement.clientWidth;
+const box = e => e.getBoundingClientRect();
+const layout = {width, page: document.documentElement.scrollWidth,
+  overflowing: [...document.body.querySelectorAll('*')].filter(e => !e.closest('.scroll, svg, .line')
+      && box(e).right > width + 1).map(e => e.tagName + ': ' + e.textContent.slice(0, 80)),
+  columns: [...document.querySelectorAll('th')].map(c => [c.textContent, box(c).width]),
+  cut: [...document.querySelectorAll('svg text')].filter(t => {
+      const svg = box(t.closest('svg')), r = box(t);
+      return r.left < svg.left - 1 || r.right > svg.right + 1; }).map(t => t.textContent)};
+const pre = document.createElement('pre'); pre.id = 'layout'; pre.textContent = JSON.stringify(layout);
+document.body.append(pre);
+</script>"""
+
+
+def layout(html: str, tmp: Path, width: int) -> dict:
+    """The page's layout at a window `width` px wide, as MEASURE reports it."""
+    page = tmp / "measured.html"
+    page.write_text(re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html)
+                    .replace("</body>", MEASURE + "</body>"), encoding="utf-8")
+    dom = chromium(page, tmp, f"--window-size={width},3000", "--dump-dom").stdout
+    measured = re.search(r'<pre id="layout">(.*?)</pre>', dom, re.S)
+    assert measured, dom[-2000:]
+    return json.loads(html_module.unescape(measured.group(1)))
+
+
+@pytest.fixture(scope="module")
+def four_servers(ingested: Callable[..., duckdb.DuckDBPyConnection], tmp_path_factory: pytest.TempPathFactory):
+    sample, corpus = shared_path("samples", "kimi-k25"), shared_path("corpus", "sglang")
+    paths = (DEMO / "journal.txt", DEMO / "session.opencode.json", sample / "journal.txt",
+             sample / "session.opencode.json", corpus / GLM_AIR, corpus / ASCEND)
+    with ingested(*paths) as con:
+        html, markdown = api.report(con, fmt="html"), api.report(con, fmt="markdown")
+        panels = trend_panels(gather(con), gather(con)["serving-trend"])
+    tmp = tmp_path_factory.mktemp("report-four")
+    return {"html": html, "markdown": markdown, "panels": panels, "layout": layout(html, tmp, 800)}
+
+
+def test_every_run_is_on_the_timeline_even_one_whose_log_begins_with_its_crash(four_servers: dict) -> None:
+    md = four_servers["markdown"]
+    timeline = section(md, "Timeline of every run")
+    assert f"run 1 of {GLM_AIR}: failed before its log shows any start-up phase" in timeline.replace("\\", "")
+    # A table per server, its runs side by side; the glm-air run never became ready.
+    assert re.findall(r"^### Phases of (\S+)$", timeline, re.M) == [
+        "demo/journal.txt", "kimi-k25/journal.txt", GLM_AIR.replace("_", "\\_"), ASCEND.replace("_", "\\_")]
+    assert timeline_phases(md)["until ready"][6].startswith("never ready [`mattbucci")
+    assert [row[0] for row in table_rows(timeline.split("### Phases of shun")[1])][:1] == ["start → init"]
+    assert "| phase | run 1 TP0 | run 1 TP1 | run 1 TP2 | run 1 TP3 |" in timeline
+
+
+def test_serving_over_time_is_drawn_from_each_runs_own_start(four_servers: dict) -> None:
+    """Runs months apart share an axis of minutes since each one started: each a line, none a stroke."""
+    panels = four_servers["panels"]
+    assert list(panels) == ["decode throughput (token/s)", "KV token usage", "queued requests",
+                            "prefix-cache hit share"]
+    lines = panels["KV token usage"]
+    assert list(lines) == ["run 1 of demo/journal.txt", "run 3 of demo/journal.txt", "run 1 of kimi-k25/journal.txt",
+                           "run 3 of kimi-k25/journal.txt", "run 1 of shun8686__fo…k_50ms.py.log"]
+    for label, (minutes, _) in lines.items():
+        assert 0 < minutes[0] < minutes[-1] < 60, label
+    assert lines["run 1 of kimi-k25/journal.txt"][0][0] > 11.5  # it served only once ready, after 690 s
+
+
+def test_a_report_of_four_servers_fits_an_800_px_window(four_servers: dict) -> None:
+    seen = four_servers["layout"]
+    assert seen["page"] <= seen["width"] and seen["overflowing"] == []
+    # Wide tables scroll in their box; no column is squeezed narrower than a short word.
+    narrowest = min(seen["columns"], key=lambda column: column[1])
+    assert narrowest[1] >= 60, narrowest
+    assert seen["cut"] == []  # no chart text (a Gantt note, a label, the legend) out of its chart
+    # Memory bars are labelled by run, then by the ranks they stand for: never cut in the middle of a phrase.
+    svg_text = " ".join(re.findall(r"<text[^>]*>([^<]*)</text>", four_servers["html"]))
+    assert "each of TP0–TP7, as run 1" in svg_text and "each of TP0–TP1, as run 1" in svg_text
+    assert "run 1 of shun8686__fo…k_50ms.py.log" in svg_text
+
+
+def test_the_kimi_report_fits_an_800_px_window(kimi: dict) -> None:
+    seen = layout(kimi["html"], kimi["tmp"], 800)
+    assert seen["page"] <= seen["width"] and seen["overflowing"] == [] and seen["cut"] == []

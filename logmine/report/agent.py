@@ -31,6 +31,13 @@ def measured_at(data: ReportData, measured_source: str) -> str:
     return f"{data.source_name(display)}:{line}" if display else measured_source
 
 
+def call_outcome(call: pd.Series) -> str:
+    """How a tool call ended: its exit code, what ended it (timeout, interrupt, denied), else its status."""
+    if not missing(call["exit_code"]):
+        return f"exit {number(call['exit_code'])}"
+    return next((str(call[c]) for c in ("ended_by", "status") if not missing(call[c])), "")
+
+
 def agent_section(data: ReportData) -> Section | None:
     sessions = data["sessions"]
     if sessions.empty:
@@ -51,7 +58,7 @@ def agent_section(data: ReportData) -> Section | None:
         listing = "\n".join(
             f"{short_session(c['session_id'])}  message {c['message_index']:>4}  {c['tool']:<8} "
             f"{seconds(c['duration_s'], minutes_too=False):>9}  "
-            f"{'exit ' + number(c['exit_code']) if not missing(c['exit_code']) else c['ended_by'] or c['status']:<10} "
+            f"{call_outcome(c):<10} "
             f"{quote(c['input_summary'], 160)}" for _, c in calls.iterrows())
         blocks.append(Folded(Text(f"All {plural(len(calls), 'tool call')}, in order"
                                   + (f"; {plural(len(failed), 'failed')}" if len(failed) else "; none failed")),

@@ -5,6 +5,9 @@ from __future__ import annotations
 import pandas as pd
 
 from .data import ReportData
+from .words import elide_middle
+
+CHART_NAME_CHARS = 26  # a file name in a chart's label: 'mattbucci__2x…a2-tail.log'
 
 
 def draw(chart: str, *args: object) -> str:
@@ -23,6 +26,13 @@ def of_source(data: ReportData, source: str) -> str:
 
 def run_name(data: ReportData, source: str, run: int) -> str:
     return f"run {run}{of_source(data, source)}"
+
+
+def chart_run_name(data: ReportData, source: str, run: int) -> str:
+    """A run's name on a chart's axis or legend: a long file name shortened in its middle, so that the
+    plot keeps its width and the label still reads as a run."""
+    name = data.source_name(source)
+    return f"run {run} of {elide_middle(name, CHART_NAME_CHARS)}" if of_source(data, source) else f"run {run}"
 
 
 def run_rows(data: ReportData) -> list[pd.Series]:

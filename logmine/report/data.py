@@ -17,6 +17,8 @@ from .model import Citation
 RUN_QUERIES = {"runs": "ordinal", "load-time": "run", "memory-budget": "run", "ends": "run",
                "evidence": "run", "serving": "run", "serving-trend": "run"}
 SESSION_QUERIES = ("links", "requests", "sessions", "tool-calls")
+# The column of each session query's rows that names their session.
+SESSION_COLUMNS = {"requests": "session_id", "sessions": "id", "tool-calls": "session_id"}
 CLAIMS_QUERY = "claims"
 CITED_CHARS = 600
 
@@ -72,21 +74,31 @@ def gather(con: duckdb.DuckDBPyConnection, runs: Sequence[int] | None = None, so
     frames["runs"] = frames["runs"].merge(last_seen(con), on=["source", "ordinal"], how="left")
     wanted = set(zip(frames["runs"]["source"], frames["runs"]["ordinal"], strict=True))
     for name in SESSION_QUERIES:
-        df = named_queries.execute(con, name, session=session, source=source)
-        if name == "links" and runs:
-            df = df[df["run"].isin(runs)].reset_index(drop=True)
-        frames[name] = df
+        frames[name] = named_queries.execute(con, name, session=session, source=source)
+    # A report of one source holds only the sessions that changed its server (linked to any of its runs).
+    linked = set(frames["links"]["session"]) if source else None
+    if runs:
+        frames["links"] = frames["links"][frames["links"]["run"].isin(runs)].reset_index(drop=True)
+    for name, column in SESSION_COLUMNS.items():
+        frames[name] = of_sessions(frames[name], column, linked)
     diffs = named_queries.execute(con, "config-diff", source=source, run=None)
     keep = [(s, r) in wanted for s, r in zip(diffs["source"], diffs["to_run"], strict=True)]
     diffs = diffs.loc[pd.Series(keep, index=diffs.index, dtype=bool)]
-    messages = named_queries.execute_sql(con, """
+    messages = of_sessions(named_queries.execute_sql(con, """
         SELECT session_id, idx, id, role, text FROM messages WHERE chosen(session_id, $session)
-        ORDER BY session_id, idx""", session=session)
-    data = ReportData(frames, diffs.reset_index(drop=True), messages, source_names(con), claims(con, session))
+        ORDER BY session_id, idx""", session=session), "session_id", linked)
+    checked = claims(con, session)
+    checked = None if checked is None else of_sessions(checked, "session", linked)
+    data = ReportData(frames, diffs.reset_index(drop=True), messages, source_names(con), checked)
     for row in frames["evidence"].itertuples(index=False):
         citation = data.cite_line(row.source, row.line_no, row.text)
         data._evidence.setdefault((row.source, int(row.run), row.figure), []).append((row.rank, citation))
     return data
+
+
+def of_sessions(df: pd.DataFrame, column: str, sessions: set[str] | None) -> pd.DataFrame:
+    """The rows of the given sessions (all rows when `sessions` is None: no source was asked for)."""
+    return df if sessions is None else df[df[column].isin(sessions)].reset_index(drop=True)
 
 
 def last_seen(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .common import draw, run_name
+from .common import chart_run_name, draw, run_name
 from .data import ReportData
 from .model import Chart, Heading, Section, Table, Text
-from .words import first_upper, missing, number, quote, rank_span
+from .words import first_upper, missing, number, quote, rank_span, ranks_caption
 
 MEMORY_SHARES = [("weights", "weights_gib"), ("KV pool", "kv_gib"),
                  ("draft model", ("draft_weights_gib", "draft_kv_gib")), ("CUDA graphs", "cuda_graph_gib"),
@@ -19,13 +19,20 @@ def share(row: pd.Series, columns: str | tuple[str, ...]) -> float:
     return sum(0.0 if missing(row[c]) else float(row[c]) for c in names)
 
 
+def alike_run(data: ReportData, source: str, alike_source: str, alike: int) -> str:
+    """The earlier run a bar's figures repeat: `run 1` of the same source, else named with its file."""
+    return f"run {alike}" if alike_source == source else chart_run_name(data, alike_source, alike)
+
+
 def memory_section(data: ReportData) -> Section | None:
     budget = data["memory-budget"]
     per_rank = budget[(budget["rank"] != "all ranks") & budget["weights_gib"].notna()]
     if per_rank.empty:
         return None
-    labels, shares, formula_rows, host_rows = [], {name: [] for name, _ in MEMORY_SHARES + [("other", "")]}, [], []
-    signature_seen: dict[tuple, str] = {}
+    labels, captions = [], []
+    shares: dict[str, list[float]] = {name: [] for name, _ in MEMORY_SHARES + [("other", "")]}
+    formula_rows, host_rows = [], []
+    signature_seen: dict[tuple, tuple[str, int]] = {}
     explained: dict[str, list[str]] = {}
     for (source, ordinal), rows in per_rank.groupby(["source", "run"], sort=False):
         name = run_name(data, source, int(ordinal))
@@ -34,11 +41,13 @@ def memory_section(data: ReportData) -> Section | None:
         shown = rows.iloc[:1] if identical else rows
         for _, row in shown.iterrows():
             signature = tuple(share(row, c) for _, c in MEMORY_SHARES)
-            label = f"{name} · {'each of ' + rank_span(list(rows['rank'])) if identical else row['rank']}"
+            caption = ranks_caption(list(rows["rank"])) if identical else row["rank"]
             if identical and signature in signature_seen:
-                label += f" (as {signature_seen[signature]})"
-            signature_seen.setdefault(signature, name)
-            labels.append(label)
+                caption += f", as {alike_run(data, source, *signature_seen[signature])}"
+            signature_seen.setdefault(signature, (source, int(ordinal)))
+            # The chart's label on two lines: the run, then the ranks, each whole however long the file name.
+            labels.append(f"{chart_run_name(data, source, int(ordinal))}\n{caption}")
+            captions.append(f"{name}, {caption}")
             total = float(row["gpu_before_load_gib"]) if not missing(row["gpu_before_load_gib"]) else 0.0
             for share_name, columns in MEMORY_SHARES:
                 shares[share_name].append(share(row, columns))
@@ -47,7 +56,8 @@ def memory_section(data: ReportData) -> Section | None:
         run_figures = {figure: data.cite(source, int(ordinal), figure, first["rank"])
                        for figure in ("weights_begin", "weights", "kv_pool", "hicache")}
         formula_rows.append([
-            Text(name), Text(rank_span(list(rows["rank"])) + (" (identical)" if identical else " (rank 0 shown)")),
+            Text(name), Text(rank_span(list(rows["rank"])) + ("" if len(rows) == 1 else " (identical)" if identical
+                                                              else " (rank 0 shown)")),
             Text(number(first["gpu_before_load_gib"]), run_figures["weights_begin"]),
             Text(number(first["mem_fraction_static"])),
             Text(number(first["after_weights_gib"]), run_figures["weights"]),
@@ -65,8 +75,8 @@ def memory_section(data: ReportData) -> Section | None:
                 Text(f"{number(host['host_cache_gb'].sum())} GB ({number(host['host_cache_gib'].sum())} GiB)",
                      data.cite(source, int(ordinal), "hicache")),
                 Text(f"{number(free.iloc[0])} GB" if not free.empty else "not logged")])
-    alt = "; ".join(f"{label}: " + ", ".join(f"{k} {number(v[i])} GiB" for k, v in shares.items() if v[i])
-                    for i, label in enumerate(labels))
+    alt = "; ".join(f"{caption}: " + ", ".join(f"{k} {number(v[i])} GiB" for k, v in shares.items() if v[i])
+                    for i, caption in enumerate(captions))
     blocks = [Text("GPU memory per rank, in GiB (SGLang prints \"GB\" for the device but divides by 2^30): the "
                    "bar's length is the memory free before the weights loaded; \"other\" is what the logged "
                    "figures do not account for (activations, NCCL buffers, the allocator)."),

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from itertools import groupby
+
 import pandas as pd
 
-from .common import draw, of_run, run_name, run_rows
+from .common import chart_run_name, draw, of_run, run_name, run_rows
 from .data import ReportData
-from .model import Bar, Chart, Section, Table, Text
-from .words import missing, seconds
+from .model import Bar, Block, Chart, Heading, Section, Table, Text
+from .words import duration, missing, seconds
 
 # load-time's phase columns in the order a start goes through them, with their names in the report
 # and the evidence figure that cites each.
@@ -19,69 +21,100 @@ PHASES = [("to_init_s", "start → init", "started"), ("init_s", "init", "init")
 SERVING, UNFINISHED = "serving", "loading, never ready"
 # Ranks whose phases differ by less than this (seconds) are drawn as one bar.
 RANK_SPREAD_S = 2.0
+# Runs side by side in one phase table: more would not fit a narrow window, so the next ones get their own.
+RUNS_PER_TABLE = 4
 
 
 def phase_rows(data: ReportData, source: str, run: int) -> pd.DataFrame:
-    """Rank 0's phases, or every rank's when they differ by more than RANK_SPREAD_S."""
-    rows = of_run(data["load-time"], source, run)
+    """Rank 0's phases, or every rank's when they differ by more than RANK_SPREAD_S; for a run that logged
+    no phase (a log that begins with its crash), one row without any, so that the run is still shown."""
+    load = data["load-time"]
+    rows = of_run(load, source, run)
     if rows.empty:
-        return rows
+        return pd.DataFrame([{"source": source, "run": run}], columns=load.columns)
     columns = [p[0] for p in PHASES]
     spread = (rows[columns].max() - rows[columns].min()).fillna(0)
     return rows if (spread > RANK_SPREAD_S).any() else rows.iloc[:1]
 
 
+def run_bar(run: pd.Series, phases: pd.Series, label: str) -> Bar:
+    """A start's phases end to end, then its serving (or its loading until it ended), and a note on how it
+    went: when it was ready and how long it served, or how long it loaded before it ended."""
+    start, segments = 0.0, []
+    for column, name, _ in PHASES:
+        if not missing(phases[column]):
+            segments.append((name, start, float(phases[column])))
+            start += float(phases[column])
+    lifetime = (run["ended_at"] - run["started_at"]).total_seconds() if not missing(run["ended_at"]) else None
+    if not missing(run["ready_at"]):
+        ready = float(phases["total_s"])
+        served = lifetime - ready if lifetime is not None else None
+        end = {"running": "still running"}.get(run["end_reason"], run["end_reason"])
+        segments.append((SERVING, ready, served if served is not None else ready * 0.2))
+        served_for = f"served {duration(served)}" if served is not None else "served until the log ends"
+        return Bar(label, segments, f"ready at {seconds(ready, minutes_too=False)}; {served_for}, {end}")
+    if lifetime is None:
+        return Bar(label, segments)
+    segments.append((UNFINISHED, start, max(lifetime - start, 0)))
+    if not segments[:-1]:
+        return Bar(label, segments, f"{run['end_reason']} before its log shows any start-up phase")
+    return Bar(label, segments, f"{run['end_reason']} after {duration(lifetime)}")
+
+
+def phase_cells(data: ReportData, run: pd.Series, phases: pd.Series) -> list[Text]:
+    """A start's column of the phase table: each phase's seconds (cited), the one it never finished, the total."""
+    source, ordinal = run["source"], int(run["ordinal"])
+    cells = [Text(seconds(phases[column], minutes_too=False),
+                  [] if missing(phases[column]) else data.cite(source, ordinal, figure, phases["rank"]))
+             for column, _, figure in PHASES]
+    ready = not missing(run["ready_at"])
+    if not ready:  # the phase it never finished: the next one the source's other runs went through
+        logged = [i for i, (column, _, _) in enumerate(PHASES) if not missing(phases[column])]
+        siblings = data["load-time"][data["load-time"]["source"] == source]
+        later = [i for i in range(logged[-1] + 1 if logged else 0, len(PHASES))
+                 if siblings[PHASES[i][0]].notna().any()]
+        if later:
+            cells[later[0]] = Text(f"unfinished ({run['end_reason']})")
+    cells.append(Text(seconds(phases["total_s"], minutes_too=False) if ready else "never ready",
+                      data.cite(source, ordinal, "ready") + data.cite(source, ordinal, "started")))
+    return cells
+
+
+def phase_tables(data: ReportData, columns: list[tuple[str, str, list[Text]]]) -> list[Block]:
+    """Phases down, runs across: a few runs read side by side. A table per source (headed by its name when
+    there are several) and per RUNS_PER_TABLE runs, so that no table outgrows a narrow window."""
+    names = [name for _, name, _ in PHASES] + ["until ready"]
+    several = len({source for source, _, _ in columns}) > 1
+    blocks: list[Block] = []
+    for source, group in groupby(columns, key=lambda column: column[0]):
+        runs = list(group)
+        blocks += [Heading(f"Phases of {data.source_name(source)}")] if several else []
+        for first in range(0, len(runs), RUNS_PER_TABLE):
+            part = runs[first:first + RUNS_PER_TABLE]
+            rows = [[Text(name)] + [cells[i] for _, _, cells in part] for i, name in enumerate(names)]
+            blocks.append(Table(["phase"] + [label for _, label, _ in part], rows, [False] + [True] * len(part)))
+    return blocks
+
+
 def timeline_section(data: ReportData) -> Section | None:
-    bars, table_columns, longest = [], [], 0.0
+    bars, columns, described = [], [], []
     for run in run_rows(data):
         source, ordinal = run["source"], int(run["ordinal"])
         rows = phase_rows(data, source, ordinal)
-        lifetime = (run["ended_at"] - run["started_at"]).total_seconds() if not missing(run["ended_at"]) else None
-        for _, p in rows.iterrows():
-            start, segments = 0.0, []
-            for column, name, _ in PHASES:
-                if not missing(p[column]):
-                    segments.append((name, start, float(p[column])))
-                    start += float(p[column])
-            ready = not missing(run["ready_at"])
-            note = ""
-            if ready:
-                start = float(p["total_s"])
-                served = (lifetime - start) if lifetime is not None else None
-                end = {"running": "still running", "restarted": "restarted", "stopped": "stopped"}.get(
-                    run["end_reason"], run["end_reason"])
-                note = f"ready at {seconds(start)}; served {seconds(served) or 'until the log ends'}, {end}"
-                segments.append((SERVING, start, served if served is not None else start * 0.2))
-            elif lifetime is not None:
-                segments.append((UNFINISHED, start, max(lifetime - start, 0)))
-                note = f"{run['end_reason']} after {seconds(lifetime)}"
-                start = lifetime
-            longest = max(longest, start)
-            label = run_name(data, source, ordinal) + (f" {p['rank']}" if len(rows) > 1 else "")
-            bars.append(Bar(label, segments, note))
-            cells = [Text(seconds(p[column], minutes_too=False),
-                          [] if missing(p[column]) else data.cite(source, ordinal, figure, p["rank"]))
-                     for column, _, figure in PHASES]
-            if not ready:  # the phase it never finished: the next one the source's other runs went through
-                logged = [i for i, (column, _, _) in enumerate(PHASES) if not missing(p[column])]
-                siblings = data["load-time"][data["load-time"]["source"] == source]
-                later = [i for i in range(logged[-1] + 1 if logged else 0, len(PHASES))
-                         if siblings[PHASES[i][0]].notna().any()]
-                if later:
-                    cells[later[0]] = Text(f"unfinished ({run['end_reason']})")
-            cells.append(Text(seconds(p["total_s"], minutes_too=False) if ready else "never ready",
-                              data.cite(source, ordinal, "ready") + data.cite(source, ordinal, "started")))
-            table_columns.append((label, cells))
+        for _, phases in rows.iterrows():
+            rank = f" {phases['rank']}" if len(rows) > 1 else ""
+            bars.append(run_bar(run, phases, chart_run_name(data, source, ordinal) + rank))
+            columns.append((source, f"run {ordinal}{rank}", phase_cells(data, run, phases)))
+            described.append(f"{run_name(data, source, ordinal)}{rank}: {bars[-1].note}")
     if not bars:
         return None
+    # How far the starts go: the Gantt's scale (serving, hours long, is cut a little past it).
+    longest = max((start if name == SERVING else start + length
+                   for bar in bars for name, start, length in bar.segments), default=0.0)
     phases = [name for _, name, _ in PHASES] + [SERVING, UNFINISHED]
-    alt = "; ".join(f"{b.label}: {b.note}" for b in bars)
-    # Phases down, runs across: a few runs read side by side, and the table stays narrow.
-    names = [name for _, name, _ in PHASES] + ["until ready"]
-    table_rows = [[Text(name)] + [cells[i] for _, cells in table_columns] for i, name in enumerate(names)]
-    columns = ["phase"] + [label for label, _ in table_columns]
+    alt = "; ".join(described)
     blocks = [Text("Each start's phases as rank 0 logged them, or every rank's where ranks differ by more than "
-                   f"{RANK_SPREAD_S:.0f} s. Bars of long serving are cut short; the note at their end says how long."),
-              Chart(lambda: draw("gantt", bars, phases, longest or 1.0), alt),
-              Table(columns, table_rows, [False] + [True] * (len(columns) - 1))]
-    return Section("Timeline of every run", blocks, "timeline")
+                   f"{RANK_SPREAD_S:.0f} s. Bars of long serving are cut short; the note beside each bar says how "
+                   "long it served."),
+              Chart(lambda: draw("gantt", bars, phases, longest or 1.0), alt)]
+    return Section("Timeline of every run", blocks + phase_tables(data, columns), "timeline")

@@ -38,12 +38,16 @@ def seconds(value: object, minutes_too: bool = True) -> str:
         return ""
     value = float(value)
     text = f"{value:,.0f} s" if value >= 100 or value.is_integer() else f"{value:,.2f} s"
-    if value >= 120 and minutes_too:
-        minutes, rest = divmod(round(value), 60)
-        hours, minutes = divmod(minutes, 60)
-        longer = f"{hours} h {minutes} min" if hours else f"{minutes} min {rest} s" if rest else f"{minutes} min"
-        text += f" ({longer})"
-    return text
+    return f"{text} ({duration(value)})" if value >= 120 and minutes_too else text
+
+
+def duration(value: float) -> str:
+    """2307.0 -> '38 min 27 s', 7500.0 -> '2 h 5 min'; under two minutes, seconds: 95.0 -> '95 s'."""
+    if value < 120:
+        return seconds(value)
+    minutes, rest = divmod(round(value), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if hours else f"{minutes} min {rest} s" if rest else f"{minutes} min"
 
 
 def clock(value: object) -> str:
@@ -64,6 +68,22 @@ def rank_span(ranks: list[str]) -> str:
     if not named:
         return "the only rank"
     return named[0] if len(named) == 1 else f"{named[0]}–{named[-1]}"
+
+
+def ranks_caption(ranks: list[str]) -> str:
+    """What one figure of identically logged ranks stands for: 'each of TP0–TP7', 'TP0', 'its only rank'."""
+    named = [r for r in ranks if r]
+    if not named:
+        return "its only rank"
+    return named[0] if len(named) == 1 else f"each of {rank_span(named)}"
+
+
+def elide_middle(text: str, limit: int) -> str:
+    """A long file name that keeps its start and end, where names of one corpus differ: 'shun86…50ms.py.log'."""
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) // 2
+    return text[:head] + "…" + text[-(limit - 1 - head):]
 
 
 def first_upper(text: str) -> str:
