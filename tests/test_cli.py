@@ -63,7 +63,7 @@ def test_config_diff_and_links_json_contract(demo_db: str) -> None:
 
 
 def test_every_named_query_renders_in_every_format(demo_db: str) -> None:
-    names = [line.split()[0] for line in logmine("query", "--db", demo_db).splitlines()]
+    names = [line.split()[0] for line in logmine("query", "--db", demo_db).splitlines() if not line.startswith(" ")]
     assert {"runs", "load-time", "memory-budget", "config-diff", "serving", "errors", "timeline", "sessions",
             "tool-calls", "commands", "config-changes", "links", "requests"} <= set(names)
     with api.open_db(demo_db) as con:
