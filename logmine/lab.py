@@ -28,6 +28,9 @@ RUN_ENV = "LOGMINE_RUN"
 # jupysql reports usage to its makers unless told not to.
 OFFLINE_ENV = {"PLOOMBER_STATS_ENABLED": "false", "PLOOMBER_VERSION_CHECK_DISABLED": "true"}
 START_TIMEOUT_S = 120
+# Where the notebooks, opened without LOGMINE_DB, find the bundled example: a source checkout's examples/demo/.
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "demo"
+EXAMPLE_INPUTS = ("journal.txt", "session.opencode.json")
 
 
 class LabError(RuntimeError):
@@ -37,6 +40,22 @@ class LabError(RuntimeError):
 def notebooks_dir() -> Path:
     """The folder of the bundled notebooks (shipped as the package data `logmine.notebooks`)."""
     return Path(str(resources.files("logmine.notebooks")))
+
+
+def notebook_db(db: str | Path | None) -> Path:
+    """The database a bundled notebook opens: `db` (LOGMINE_DB), else the bundled example, ingested into
+    demo.duckdb in the notebook's working folder the first time."""
+    if db:
+        return Path(db)
+    if not EXAMPLE.is_dir():
+        raise LabError(f"no {DB_ENV} given, and this installation has no bundled example ({EXAMPLE}): "
+                       "open the notebooks with `logmine lab --db FILE`")
+    example_db = Path.cwd() / "demo.duckdb"
+    if not example_db.exists():
+        from . import api
+
+        api.ingest([str(EXAMPLE / name) for name in EXAMPLE_INPUTS], db=example_db)
+    return example_db
 
 
 def free_port() -> int:
