@@ -41,7 +41,8 @@ EXAMPLE_INPUTS = ("journal.txt", "session.opencode.json")
 
 
 class LabError(RuntimeError):
-    """JupyterLab is missing or did not start; the message says what to do."""
+    """JupyterLab, or what it serves (the notebooks' copies, their database), cannot be set up; the message
+    says what to do."""
 
 
 def notebooks_dir() -> Path:
