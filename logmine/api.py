@@ -284,8 +284,8 @@ def check_selection(con: duckdb.DuckDBPyConnection, **params: object) -> dict[st
             WHERE $source IS NULL OR s.display = $source GROUP BY ALL ORDER BY min(r.source_id)""",
             source=params.get("source")).rows
         if not any(run_ in ordinals for _, ordinals in found):
-            where = f" in {source}" if source is not None else ""
             names = source_names(con)  # as among all sources: `journal.txt` alone could be any of them
+            where = f" in {names[params['source']]}" if source is not None else ""
             known = [f"{names[display]}: {_spans(ordinals)}" for display, ordinals in found]
             raise LookupError(f"no run {run_}{where}; the runs are {_listing(known, separator='; ')}")
     if session is not None:
@@ -397,6 +397,43 @@ def resolve_run(con: duckdb.DuckDBPyConnection, ref: str) -> tuple[str, int]:
         raise LookupError(f"run {ref!r}: expected ORDINAL or SOURCE:ORDINAL")
     checked = check_selection(con, source=source or sole_source_with_runs(con, ref), run=int(ordinal))
     return checked["source"], int(ordinal)
+
+
+# The ends a postmortem looks for first: the server died, after becoming ready or before.
+BAD_ENDS = ("crashed", "failed")
+
+
+def select_run(con: duckdb.DuckDBPyConnection, run: str | int | None = None,
+               source: str | None = None) -> tuple[str, int]:
+    """The run a postmortem looks at, as (source display name, ordinal): the one `run` names (ORDINAL, of
+    `source` when given or else of the only source with runs, or SOURCE:ORDINAL); without `run`, the last
+    to start of those that crashed or failed (of `source` when given), else the last to start. LookupError
+    when that names no run or several (the same ordinal in several sources)."""
+    if source is not None:
+        source = resolve_source(con, source)
+    if run is None:
+        return _last_run(con, source)
+    ref = str(run)
+    named, ordinal = resolve_run(con, ref if source is None or ":" in ref else f"{source}:{ref}")
+    if source is not None and named != source:
+        names = source_names(con)
+        raise LookupError(f"run {ref!r} is of {names[named]}, not of the source asked for, {names[source]}")
+    return named, ordinal
+
+
+def _last_run(con: duckdb.DuckDBPyConnection, source: str | None) -> tuple[str, int]:
+    """The last run to start that ended badly, else the last to start (ties: the later source's)."""
+    found = named_queries.fetch(con, """
+        SELECT s.display, r.ordinal FROM runs AS r JOIN sources AS s USING (source_id)
+        WHERE $source IS NULL OR s.display = $source
+        ORDER BY list_contains($bad_ends, r.end_reason) DESC, r.started_at DESC NULLS LAST, r.source_id DESC,
+                 r.ordinal DESC
+        LIMIT 1""", source=source, bad_ends=list(BAD_ENDS)).rows
+    if not found:
+        raise LookupError(f"no server runs in {source_names(con)[source]}" if source else
+                          "no server runs in the database (ingest a server log first)")
+    display, ordinal = found[0]
+    return display, ordinal
 
 
 def sole_source_with_runs(con: duckdb.DuckDBPyConnection, ref: str) -> str | None:

@@ -276,18 +276,22 @@ def diff(run_a: str, run_b: str, db: str, fmt: str, columns: str | None, no_page
 @main.command(short_help='Open the database in JupyterLab, on the bundled notebooks.')
 @DB_OPTION
 @click.option("--port", type=int, default=None, help="Port to serve on (default: a free one).")
-@click.option("--run", "run_", type=int, default=None, help="The run the postmortem notebook shows (default: the "
-              "last that ended badly, else the last).")
+@click.option("--run", "run_", default=None, metavar="[SOURCE:]ORDINAL",
+              help="The run the postmortem notebook shows (default: the last that ended badly, else the last); "
+                   "a bare ORDINAL is of --source, or of the only source with runs.")
+@click.option("--source", default=None, help="The source whose run the postmortem notebook shows (path, or any "
+              "suffix of it that names one).")
 @click.option("--browser/--no-browser", default=False, show_default=True, help="Open the lab in a web browser.")
-def lab(db: str, port: int | None, run_: int | None, browser: bool) -> None:
-    """Open the database in JupyterLab, on the bundled notebooks (explore, postmortem)."""
+def lab(db: str, port: int | None, run_: str | None, source: str | None, browser: bool) -> None:
+    """Open the database in JupyterLab, on copies of the bundled notebooks (explore, postmortem) kept in
+    a folder beside it (DB stem + -notebooks), made the first time and never overwritten."""
     from . import lab as jupyter
 
     try:
-        server = jupyter.start(db, port=port, run=run_, open_browser=browser)
+        server = jupyter.start(db, port=port, run=run_, source=source, open_browser=browser)
     except jupyter.LabError as exc:
         fail(str(exc))
-    click.echo(f"JupyterLab on {server.url}\n  notebooks in {server.root}, database {db} "
+    click.echo(f"JupyterLab on {server.url}\n  notebooks in {server.root} (your copies), database {db} "
                f"(${jupyter.DB_ENV} in the notebooks)\n  Ctrl-C stops it")
     code = server.serve()
     if code is None:

@@ -1,5 +1,5 @@
-"""`logmine lab` as a user starts it, seen in a real (headless) browser; and an ingest while another process
-reads the database."""
+"""`logmine lab` as a user starts it, seen in a real (headless) browser: on copies of the notebooks beside the
+database, with the run asked for checked first; and an ingest while another process reads the database."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from logmine import api
+from logmine import api, lab
 from logmine.lab import free_port
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,30 +34,94 @@ def journal_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
+def get_json(port: int, token: str, path: str) -> dict:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/{path}", headers={"Authorization": f"token {token}"})
+    return json.loads(urllib.request.urlopen(request, timeout=10).read())
+
+
 def test_lab_serves_the_notebooks_to_a_browser_and_stops_on_ctrl_c(journal_db: Path, tmp_path: Path) -> None:
     pytest.importorskip("jupyterlab")
     if not Path(CHROMIUM).exists():
         pytest.skip(f"{CHROMIUM} is absent")
+    db = tmp_path / "demo.duckdb"
+    shutil.copy(journal_db, db)
+    bundled = {p.name: p.read_bytes() for p in (REPO / "notebooks").iterdir()}
     port = free_port()
-    lab = subprocess.Popen([sys.executable, "-m", "logmine", "lab", "--db", str(journal_db), "--port", str(port)],
-                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    server = subprocess.Popen([sys.executable, "-m", "logmine", "lab", "--db", str(db), "--port", str(port)],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
-        first = lab.stdout.readline()  # printed once JupyterLab answers /api/status
+        first, second = server.stdout.readline(), server.stdout.readline()  # printed once JupyterLab answers
         url = re.fullmatch(rf"JupyterLab on (http://127\.0\.0\.1:{port}/lab\?token=(\w+))\n", first)
         assert url, first
-        request = urllib.request.Request(f"http://127.0.0.1:{port}/api/contents",
-                                         headers={"Authorization": f"token {url[2]}"})
-        listing = json.loads(urllib.request.urlopen(request, timeout=10).read())
-        assert {"explore.ipynb", "postmortem.ipynb"} <= {item["name"] for item in listing["content"]}
+        # It serves copies of the notebooks beside the database, not the package's own files.
+        assert second == f"  notebooks in {tmp_path / 'demo-notebooks'} (your copies), database {db} ($LOGMINE_DB in " \
+                         "the notebooks)\n"
+        listing = get_json(port, url[2], "api/contents")
+        assert sorted(item["name"] for item in listing["content"]) == ["explore.ipynb", "postmortem.ipynb"]
+        assert sorted(p.name for p in (tmp_path / "demo-notebooks").iterdir()) == ["explore.ipynb", "postmortem.ipynb"]
+        # No news, and no prompt asking whether to fetch it: the setting's default is "false".
+        notification = get_json(port, url[2], "lab/api/settings/@jupyterlab/apputils-extension:notification")
+        assert notification["schema"]["properties"]["fetchNews"]["default"] == "false"
         browser = [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'chromium'}", "--virtual-time-budget=10000"]
         dom = subprocess.run([*browser, "--dump-dom", url[1]], capture_output=True, text=True, timeout=120).stdout
         assert "explore.ipynb" in dom and "postmortem.ipynb" in dom  # the lab's file browser lists them
+        assert "Jupyter news" not in dom
     finally:
-        lab.send_signal(signal.SIGINT)  # Ctrl-C
-        rest, _ = lab.communicate(timeout=60)
-    assert lab.returncode == 0 and rest.strip().endswith("JupyterLab stopped")
+        server.send_signal(signal.SIGINT)  # Ctrl-C
+        rest, _ = server.communicate(timeout=60)
+    assert server.returncode == 0 and rest.strip().endswith("JupyterLab stopped")
     with pytest.raises(OSError):
         urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status", timeout=2)
+    assert {p.name: p.read_bytes() for p in (REPO / "notebooks").iterdir()} == bundled  # no checkpoints there
+
+
+def test_lab_passes_the_run_asked_for_to_the_kernels(two_journals_db: Path, tmp_path: Path) -> None:
+    pytest.importorskip("jupyterlab")
+    db = tmp_path / "two.duckdb"
+    shutil.copy(two_journals_db, db)
+    server = lab.start(db, run="2", source="gpu-b/journal.txt", log=subprocess.DEVNULL)
+    try:
+        # The server's environment, which every kernel it starts inherits.
+        env = dict(item.split("=", 1) for item in Path(f"/proc/{server.process.pid}/environ").read_text()
+                   .split("\0") if "=" in item)
+        assert server.root == tmp_path / "two-notebooks"
+    finally:
+        server.stop()
+    assert (env["LOGMINE_DB"], env["LOGMINE_SOURCE"], env["LOGMINE_RUN"]) == (
+        str(db), str(two_journals_db.parent / "gpu-b" / "journal.txt"), "2")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--run", "2"], "run '2': several sources have runs (gpu-a/journal.txt, gpu-b/journal.txt); name it as "
+                     "SOURCE:ORDINAL, e.g. gpu-a/journal.txt:2"),
+    (["--run", "7", "--source", "gpu-a/journal.txt"],
+     "no run 7 in gpu-a/journal.txt; the runs are gpu-a/journal.txt: 1-3"),
+    (["--run", "gpu-b/journal.txt:3"], "no run 3 in gpu-b/journal.txt; the runs are gpu-b/journal.txt: 1-2"),
+    (["--run", "gpu-a/journal.txt:2", "--source", "gpu-b/journal.txt"],
+     "run 'gpu-a/journal.txt:2' is of gpu-a/journal.txt, not of the source asked for, gpu-b/journal.txt"),
+    (["--source", "gpu-c"], "no source 'gpu-c'; the sources are gpu-a/journal.txt, gpu-b/journal.txt"),
+])
+def test_lab_refuses_a_run_it_cannot_name(two_journals_db: Path, tmp_path: Path, args: list[str],
+                                          message: str) -> None:
+    """Refused in one line before JupyterLab starts (or any notebook is copied)."""
+    db = tmp_path / "two.duckdb"
+    shutil.copy(two_journals_db, db)
+    refused = subprocess.run([sys.executable, "-m", "logmine", "lab", "--db", str(db), *args], capture_output=True,
+                             text=True, timeout=60)
+    assert (refused.returncode, refused.stdout) == (2, "")
+    assert refused.stderr == f"logmine: {message}\n"
+    assert not (tmp_path / "two-notebooks").exists()
+
+
+def test_the_working_copy_keeps_the_users_edits(tmp_path: Path) -> None:
+    db = tmp_path / "mine.duckdb"
+    folder = lab.working_copy(db)
+    assert folder == tmp_path / "mine-notebooks"
+    (folder / "explore.ipynb").write_text("{}")  # edited
+    (folder / "postmortem.ipynb").unlink()  # deleted: the bundled one comes back
+    lab.working_copy(db)
+    assert (folder / "explore.ipynb").read_text() == "{}"
+    assert (folder / "postmortem.ipynb").read_bytes() == (REPO / "notebooks" / "postmortem.ipynb").read_bytes()
 
 
 READER = textwrap.dedent("""
