@@ -318,7 +318,12 @@ def classify_inputs(paths: list[str]) -> SortedInputs:
             found.logs.append(given)
             continue
         path = Path(given)
-        if not path.is_dir():
+        try:
+            is_dir = path.is_dir()
+        except OSError as exc:  # a folder on the way cannot be searched
+            found.skipped.append(f"{given}: cannot read ({exc.strerror})")
+            continue
+        if not is_dir:
             add_file(path, given, found, named=True)
             continue
         found_before, other_files = found.count(), []
@@ -384,16 +389,26 @@ def walk_directory(root: Path, found: SortedInputs, walked: set[tuple[int, int]]
     directory is walked once, however many symlinks lead to it (a link to `.` would loop forever)."""
     from .parsers.transcripts.detect import detect
 
-    info = root.stat()
-    if (info.st_dev, info.st_ino) in walked:
+    try:
+        info = root.stat()
+        if (info.st_dev, info.st_ino) in walked:
+            return
+        walked.add((info.st_dev, info.st_ino))
+        tree = detect(root)
+        children = [] if tree else sorted(root.iterdir())
+    except OSError as exc:  # a folder that cannot be listed costs only itself
+        found.skipped.append(f"{root}: cannot read ({exc.strerror})")
         return
-    walked.add((info.st_dev, info.st_ino))
-    tree = detect(root)
     if tree:
         found.transcripts.append((root, tree))
         return
-    for child in sorted(root.iterdir()):
-        if child.is_dir():
+    for child in children:
+        try:
+            is_dir = child.is_dir()
+        except OSError as exc:
+            found.skipped.append(f"{child}: cannot read ({exc.strerror})")
+            continue
+        if is_dir:
             walk_directory(child, found, walked, other_files)
         else:
             add_file(child, str(child), found, named=False, other_files=other_files)

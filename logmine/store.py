@@ -8,6 +8,7 @@ parser declares, which the store maps to a DuckDB type and, where it pays, a com
 from __future__ import annotations
 
 import re
+import stat
 from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
@@ -59,10 +60,21 @@ def connect(db: str | Path = DEFAULT_DB, read_only: bool = False) -> duckdb.Duck
 
     if read_only and str(db) != ":memory:" and not Path(db).exists():
         raise FileNotFoundError(f"{db}: no such database (run `logmine ingest` first)")
+    if str(db) != ":memory:" and _exists_but_not_a_file(Path(db)):
+        raise NotALogmineDatabase(f"{db}: not a regular file, so not a database")
     if str(db) != ":memory:" and _starts_with(Path(db), SQLITE_MAGIC):
         raise NotALogmineDatabase(f"{db}: a SQLite database, not a logmine one (an opencode database is an input: "
                                   "`logmine ingest` it into a logmine database given with --db)")
     return duckdb.connect(str(db), read_only=read_only, config=OFFLINE)
+
+
+def _exists_but_not_a_file(path: Path) -> bool:
+    """A FIFO, a device or a folder: opening a FIFO to look at it would wait for a writer for ever."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False  # a new database
+    return not stat.S_ISREG(mode)
 
 
 def _starts_with(path: Path, magic: bytes) -> bool:

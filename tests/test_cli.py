@@ -226,3 +226,11 @@ def test_a_filter_the_query_does_not_take_is_refused(demo_db: str) -> None:
     """`runs --session` gave every run, as if filtered."""
     assert "query runs has no session parameter (its parameters: source, run)" in failure(
         "query", "runs", "--session", "ses_x", "--db", demo_db)
+
+
+def test_a_fifo_given_as_the_database_is_refused_not_waited_on(tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "db.fifo"
+    os.mkfifo(fifo)
+    assert f"{fifo}: not a regular file, so not a database" in failure("tables", "--db", str(fifo))

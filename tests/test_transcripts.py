@@ -779,3 +779,7 @@ def test_a_saved_output_is_read_only_from_its_calls_tool_results_file(tmp_path):
         "the whole output\n"  # copied here: found beside the session
     for crafted, call in ((secret, "toolu_1"), (saved, "toolu_2"), (Path("/etc/tool-results/../passwd"), "toolu_1")):
         assert saved_output(session, call, preview(crafted)) == preview(crafted)
+    # An unpacked archive's tool-results/ entry that is a link to a file of this machine is not followed.
+    linked = saved.with_name("toolu_3.txt")
+    linked.symlink_to(secret)
+    assert saved_output(session, "toolu_3", preview(linked)) == preview(linked)

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
+import stat
 from collections import defaultdict, deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -116,12 +118,22 @@ def saved_output(path: Path, call_id: str, preview: str) -> str:
         return preview
     for candidate in (recorded, tool_results_folder(path) / recorded.name):
         with contextlib.suppress(OSError, ValueError):
-            if not candidate.is_file():
-                continue
-            with candidate.open(encoding="utf-8", errors="replace") as saved:
-                text = saved.read(SAVED_OUTPUT_MAX_CHARS + 1)
-            return text if len(text) <= SAVED_OUTPUT_MAX_CHARS else preview
+            text = _read_saved(candidate)
+            if text is not None:
+                return text if len(text) <= SAVED_OUTPUT_MAX_CHARS else preview
     return preview
+
+
+def _read_saved(candidate: Path) -> str | None:
+    """A saved output's text: a regular file, reached without a link (an unpacked archive's link could point
+    anywhere, a key file among others), in a folder really named tool-results; None otherwise."""
+    if Path(os.path.realpath(candidate.parent)).name != "tool-results":
+        return None
+    fd = os.open(candidate, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # a FIFO must not block the read
+    with open(fd, encoding="utf-8", errors="replace") as saved:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return saved.read(SAVED_OUTPUT_MAX_CHARS + 1)
 
 
 def child_session_id(parent_session_id: str, agent_id: str) -> str:
