@@ -50,9 +50,12 @@ class FileContents:
 
 
 def apply_edits(text: str, edits: tuple[Edit, ...]) -> str | None:
-    """`text` after the edits; None where one cannot be applied (a bad regex)."""
+    """`text` after the edits; None where one cannot be applied (a bad regex, a text to replace that is
+    not there)."""
     for edit in edits:
         if not edit.regex:
+            if edit.old not in text:  # the file was not what the session last knew of it
+                return None
             text = text.replace(edit.old, edit.new, -1 if edit.replace_all else 1)
             continue
         flags = re.MULTILINE | (re.IGNORECASE if edit.ignore_case else 0)

@@ -22,7 +22,8 @@ def patch_writes(patch: str) -> list[FileWrite]:
     """One FileWrite per file the patch adds or updates, in the patch's order."""
     writes: list[FileWrite] = []
     head, path, body = None, None, []
-    for line in [*patch.splitlines(), "*** End Patch"]:
+    # Lines end at \n only: splitlines() would also cut at form feeds and Unicode separators inside a line.
+    for line in [*patch.split("\n"), "*** End Patch"]:
         starts = next((h for h in FILE_HEADS if line.startswith(h)), None)
         if starts is None and not line.startswith("*** End Patch"):
             if line.startswith(MOVE) and head == UPDATE:
@@ -33,17 +34,20 @@ def patch_writes(patch: str) -> list[FileWrite]:
         if head == ADD and path:
             writes.append(FileWrite(path, "".join(b[1:] + "\n" for b in body if b.startswith("+")), "apply_patch"))
         elif head == UPDATE and path:
-            writes.append(FileWrite(path, None, "apply_patch", edits=tuple(_hunk_edits(body))))
+            writes.append(FileWrite(path, None, "apply_patch", edits=_hunk_edits(body)))
         head, body = starts, []
         path = line[len(starts):].strip() if starts else None
     return writes
 
 
-def _hunk_edits(lines: list[str]) -> list[Edit]:
-    """Each `@@` hunk as one replacement of its kept and removed lines by its kept and added lines."""
+def _hunk_edits(lines: list[str]) -> tuple[Edit, ...]:
+    """Each `@@` hunk as one replacement of its kept and removed lines by its kept and added lines; none at
+    all when a hunk only adds lines (where they go is not in the text: the file's content is then unknown)."""
     edits, old, new = [], [], []
     for line in [*lines, "@@"]:
         if line.startswith("@@") or line.startswith("*** End of File"):
+            if not old and new:
+                return ()
             if old != new:
                 edits.append(Edit("\n".join(old), "\n".join(new), regex=False, replace_all=False))
             old, new = [], []
@@ -53,4 +57,4 @@ def _hunk_edits(lines: list[str]) -> list[Edit]:
             old.append(text)
         if sign != "-":
             new.append(text)
-    return edits
+    return tuple(edits)

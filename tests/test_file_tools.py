@@ -53,3 +53,17 @@ def test_apply_patch_adds_updates_and_moves_files_in_its_order() -> None:
     assert apply_edits(server, codex[1].edits) == server.replace("tp = 1", "tp = 2")
     assert apply_edits("# x\nTP=1\n", codex[2].edits) == "# x\nTP=2\n"
     assert file_writes_from_tool("apply_patch", {"input": "not a patch"}) == []
+
+
+def test_what_a_patch_cannot_say_is_unknown_not_made_up() -> None:
+    """A hunk that only adds lines does not say where; a hunk whose old lines are not in the file known
+    was applied to another text; a form feed inside a line does not end it."""
+    (appended,) = file_writes_from_tool("apply_patch", {"input": (
+        "*** Begin Patch\n*** Update File: a.txt\n@@\n+appended\n*** End of File\n*** End Patch")})
+    assert appended.edits == ()
+    (stale,) = file_writes_from_tool("apply_patch", {"input": (
+        "*** Begin Patch\n*** Update File: a.txt\n@@\n-not there\n+new\n*** End Patch")})
+    assert apply_edits("line1\nline2\n", stale.edits) is None
+    (added,) = file_writes_from_tool("apply_patch", {"input": (
+        "*** Begin Patch\n*** Add File: b.c\n+int a;\x0cint b;\n+x\u2028y\n*** End Patch")})
+    assert added.content == "int a;\x0cint b;\nx\u2028y\n"
