@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 # DuckDB keeps pages of the tables being written in memory; this bounds it (it spills to disk beyond).
 INGEST_MEMORY = "128MB"
+FINISH_MEMORY = "2GB"
 
 
 def __getattr__(name: str) -> object:
@@ -140,6 +141,9 @@ def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, found: SortedInputs, 
             logs = ingest_logs(con, found.logs, envelope=envelope, progress=progress, redact=redact, worker=jobs > 1)
         report = Report(logs)
         execute(con, "RESET threads")  # the worker is done: the queries below may use every core
+        # Runs, templates and knowledge work on whole values: one 40 MB log line or 8 MB tool input needs more
+        # than the appends' bound, and failing there would lose every input of the ingest.
+        execute(con, f"SET memory_limit = '{FINISH_MEMORY}'")
         report.logs.failed[:0] = found.skipped
         report.logs.left = found.left
         redactor = Redactor() if redact and found.transcripts else None

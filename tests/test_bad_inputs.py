@@ -75,3 +75,14 @@ def test_a_transcript_on_standard_input_is_refused_not_read_as_a_crashing_server
 
     with duckdb.connect(str(db), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM lines").fetchone() == (0,)
+
+
+def test_a_40_mb_line_costs_no_other_input(tmp_path: Path) -> None:
+    """Runs and templates are found over whole values: a 40 MB line ran DuckDB out of the appends' memory
+    bound there, and the whole ingest, the other journal included, was lost."""
+    from logmine import api
+
+    huge = tmp_path / "huge.log"
+    huge.write_bytes(b"[2026-03-12 10:00:00 TP0] " + b"A" * (40 << 20) + b"\n")
+    report = api.ingest([str(huge), str(JOURNAL)], db=tmp_path / "t.duckdb")
+    assert [s.lines_read for s in report.logs.sources] == [1, 1205] and report.logs.failed == []
