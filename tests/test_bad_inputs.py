@@ -86,3 +86,11 @@ def test_a_40_mb_line_costs_no_other_input(tmp_path: Path) -> None:
     huge.write_bytes(b"[2026-03-12 10:00:00 TP0] " + b"A" * (40 << 20) + b"\n")
     report = api.ingest([str(huge), str(JOURNAL)], db=tmp_path / "t.duckdb")
     assert [s.lines_read for s in report.logs.sources] == [1, 1205] and report.logs.failed == []
+
+
+def test_a_claude_session_whose_first_line_outruns_the_sniff_is_known_on_stdin_too(tmp_path: Path) -> None:
+    """It was stored as a plain log of two untyped lines."""
+    first = CLAUDE_LINE.replace('"hello %d"', '"' + "P" * 100_000 + '"') % (0,)
+    done = subprocess.run([sys.executable, "-m", "logmine", "ingest", "-", "--db", str(tmp_path / "t.duckdb")],
+                          input=(first + CLAUDE_LINE % (1, 1)).encode(), capture_output=True, timeout=120)
+    assert done.returncode == 1 and b"an agent transcript (claude-code) on standard input" in done.stderr

@@ -45,6 +45,7 @@ LINE_TYPES = {
 # else the one Claude Code wrote (2.1.x), else the summary of older versions; the last line of each counts.
 TITLE_FIELDS = (("custom-title", "customTitle"), ("ai-title", "aiTitle"), ("summary", "summary"))
 _AGENT_ID_IN_TEXT = re.compile(r"agentId: (\w[\w-]*)")
+_SESSION_ID_FIELD = re.compile(rb'"sessionId":\s*"[\w-]+"')
 _SAVED_OUTPUT = re.compile(r"^Output too large \([^)]*\)\. Full output saved to: (?P<path>.+)$", re.MULTILINE)
 SAVED_OUTPUT_MAX_CHARS = 64 * 1024 * 1024  # a larger saved output stays its preview
 _CONTEXT_FIELDS = ("cwd", "version", "slug", "gitBranch", "userType")
@@ -62,6 +63,11 @@ def read(path: Path) -> Iterator[Record]:
 class ClaudeCodeReader(TranscriptReader):
     name = FORMAT
     priority = 40
+
+    def recognises_head(self, path: Path, head: bytes) -> bool:
+        """A first line longer than the head (a pasted image of megabytes, on standard input or past the
+        lines a file's format is told from): Claude Code writes the session id before the message."""
+        return b"\n" not in head and head.startswith(b"{") and _SESSION_ID_FIELD.search(head[:4096]) is not None
 
     def recognises_line(self, line: dict[str, Any]) -> bool:
         line_type = line.get("type") if isinstance(line.get("type"), str) else None
