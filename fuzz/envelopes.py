@@ -81,10 +81,11 @@ def detected_format(head: bytes) -> str:
 
 
 def physical_lines(content: bytes) -> list[bytes]:
-    """The lines of `content` as an ingest numbers them: split on newlines, an unterminated last one kept."""
+    """The lines of `content` as an ingest numbers them: split on newlines (a \\r before one is no part of
+    its line), an unterminated last one kept."""
     if not content:
         return []
-    lines = content.split(b"\n")
+    lines = [line.removesuffix(b"\r") for line in content.split(b"\n")]  # a Windows line ending's \r too
     return lines[:-1] if content.endswith(b"\n") else lines
 
 
