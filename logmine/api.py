@@ -357,8 +357,11 @@ def report(con: duckdb.DuckDBPyConnection, fmt: str = "html", runs: list[int] | 
     """The postmortem report as one self-contained HTML page (`fmt="html"`) or Markdown text."""
     from .report import render_report  # here, not at the top: it loads matplotlib and Jinja2
 
-    # The source, runs and session must exist, named as for any query (a source by a unique path suffix).
+    # The source, runs and session must exist, named as for any query (a source by a unique path suffix);
+    # run ordinals without a source are refused where several sources have runs, as `diff` refuses them.
     selected = check_selection(con, source=source, session=session)
+    if runs and selected["source"] is None:
+        selected["source"] = sole_source_with_runs(con, str(runs[0]), hint="give --source too")
     for run_ in runs or []:
         check_selection(con, source=selected["source"], run=run_)
     return render_report(con, fmt=fmt, runs=runs, source=selected["source"], session=session)
@@ -440,15 +443,17 @@ def _last_run(con: duckdb.DuckDBPyConnection, source: str | None) -> tuple[str, 
     return display, ordinal
 
 
-def sole_source_with_runs(con: duckdb.DuckDBPyConnection, ref: str) -> str | None:
-    """The source a bare ORDINAL means: the only one with runs (None when none has any)."""
+def sole_source_with_runs(con: duckdb.DuckDBPyConnection, ref: str, hint: str | None = None) -> str | None:
+    """The source a bare ORDINAL means: the only one with runs (None when none has any). Where several have
+    runs, LookupError says which and how to name one (`hint`, else SOURCE:ORDINAL)."""
     with_runs = [display for (display,) in named_queries.fetch(con, """
         SELECT s.display FROM runs AS r JOIN sources AS s USING (source_id)
         GROUP BY s.display ORDER BY min(r.source_id)""").rows]
     if len(with_runs) > 1:
         names = source_names(con)
+        hint = hint or f"name it as SOURCE:ORDINAL, e.g. {names[with_runs[0]]}:{ref}"
         raise LookupError(f"run {ref!r}: several sources have runs ({_listing([names[d] for d in with_runs])}); "
-                          f"name it as SOURCE:ORDINAL, e.g. {names[with_runs[0]]}:{ref}")
+                          f"{hint}")
     return with_runs[0] if with_runs else None
 
 

@@ -485,3 +485,13 @@ def test_a_report_of_four_servers_fits_an_800_px_window(four_servers: dict) -> N
 def test_the_kimi_report_fits_an_800_px_window(kimi: dict) -> None:
     seen = layout(kimi["html"], kimi["tmp"], 800)
     assert seen["page"] <= seen["width"] and seen["overflowing"] == [] and seen["cut"] == []
+
+
+def test_a_run_of_a_report_is_refused_when_several_sources_have_one(two_journals_db: Path) -> None:
+    """`report --run 2` took run 2 of every source, where `diff 2 3` refuses to guess."""
+    with api.open_db(two_journals_db) as con:
+        with pytest.raises(LookupError, match=r"run '2': several sources have runs \(gpu-a/journal.txt, "
+                                              r"gpu-b/journal.txt\); give --source too"):
+            api.report(con, fmt="markdown", runs=[2])
+        named = api.report(con, fmt="markdown", runs=[2], source="gpu-b/journal.txt")
+        assert named.startswith("# Postmortem: gpu-b/journal.txt\n\n_1 run, 2026-03-12 10:33:42 –")
