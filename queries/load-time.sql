@@ -5,7 +5,7 @@
 -- host memory can take minutes); CUDA graph capture; draft model weights and graphs (speculative
 -- decoding), each rank's own; the HiCache host pool is timed from the rank's `Allocating` line to the
 -- HTTP server starting (SGLang pins the host memory in between); then warmup until the server is ready. `slowest` marks the rank that finished its
--- startup last: the one the whole server waited for. `phase_order` lists the rank's phases (by column name)
+-- startup last: the one the whole server waited for (empty for a run that never became ready). `phase_order` lists the rank's phases (by column name)
 -- in the order the log shows them begin, for charts.
 -- Columns: source, run, rank, weights_s, cuda_graph_s, total_s, slowest
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
@@ -64,7 +64,9 @@ SELECT
     round(p.draft_graph_s, 2) AS draft_graph_s,
     round(epoch(sel.ready_at) - epoch(u.server_up_at), 2) AS warmup_s,
     round(epoch(sel.ready_at) - epoch(sel.started_at), 2) AS total_s,
-    p.last_startup_event = max(p.last_startup_event) OVER (PARTITION BY sel.source_id, sel.ordinal) AS slowest,
+    -- Only a server that became ready waited for a rank; ranks that finished together are all slowest.
+    CASE WHEN sel.ready_at IS NOT NULL THEN
+        p.last_startup_event = max(p.last_startup_event) OVER (PARTITION BY sel.source_id, sel.ordinal) END AS slowest,
     -- The phases this rank went through, named by their columns, in the order the log shows them begin.
     list_transform(list_sort(list_filter([
         {'at': sel.started_at, 'phase': 'to_init_s'}, {'at': p.init_begin, 'phase': 'init_s'},
