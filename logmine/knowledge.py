@@ -153,9 +153,7 @@ def _judge(con: duckdb.DuckDBPyConnection) -> None:
         return
     measured = _measured_by_run(con)
     runs = [verdicts.Run(s, o, t, json.loads(args) if args else None, last) for s, o, t, args, last in execute(con, """
-        SELECT r.source_id, r.ordinal, r.started_at, c.args,
-               (SELECT max(l.ts) FROM lines AS l
-                WHERE l.source_id = r.source_id AND l.line_no BETWEEN r.first_line_no AND r.last_line_no)
+        SELECT r.source_id, r.ordinal, r.started_at, c.args, r.last_seen_at
         FROM runs AS r LEFT JOIN configs AS c USING (config_id)
         ORDER BY r.started_at""")]
     links: dict[str, list[tuple]] = {}

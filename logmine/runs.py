@@ -28,6 +28,7 @@ RUNS_COLUMNS = {
     "pid": "INTEGER", "started_at": "TIMESTAMP", "ready_at": "TIMESTAMP", "ended_at": "TIMESTAMP",
     "end_reason": "VARCHAR", "end_detail": "VARCHAR", "config_id": "VARCHAR", "untimed_markers": "BIGINT",
     "prefill_batches": "BIGINT", "decode_batches": "BIGINT", "http_requests": "BIGINT",
+    "last_seen_at": "TIMESTAMP",  # its last stamped line: how far the log goes on a run that never ended
 }
 # Line kinds counted per run while its lines are read anyway: the runs query would otherwise join
 # millions of batch and access lines to their runs each time it is asked (0.3 s on 2M lines).
@@ -266,7 +267,7 @@ def describe_run(r: Run, ordinal: int, is_last: bool) -> dict[str, object]:
         "last_line_no": r.last_line_no, "pid": pid, "started_at": started.ts if started and started.ts else r.first_ts,
         "ready_at": ready.ts if ready else None, "ended_at": ended_at, "end_reason": reason,
         "end_detail": detail, "config_id": None, "untimed_markers": r.untimed_markers,
-        **{column: r.traffic[kind] for kind, column in TRAFFIC_KINDS.items()},
+        **{column: r.traffic[kind] for kind, column in TRAFFIC_KINDS.items()}, "last_seen_at": r.last_ts,
     }
 
 

@@ -105,10 +105,7 @@ def last_seen(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """The time of each run's last line: how long the log goes on after a run that never ended (one cut
     off while it loaded ends at its last line, not at its start)."""
     return named_queries.execute_sql(con, """
-        SELECT s.display AS source, r.ordinal, max(l.ts) AS last_seen_at
-        FROM runs AS r JOIN sources AS s USING (source_id)
-        JOIN lines AS l ON l.source_id = r.source_id AND l.line_no BETWEEN r.first_line_no AND r.last_line_no
-        GROUP BY ALL""")
+        SELECT s.display AS source, r.ordinal, r.last_seen_at FROM runs AS r JOIN sources AS s USING (source_id)""")
 
 
 def claims(con: duckdb.DuckDBPyConnection, session: str | None) -> pd.DataFrame | None:
