@@ -240,9 +240,10 @@ def query(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> pd.Dat
 def _taken(name: str, params: dict[str, object]) -> dict[str, object]:
     """`params`, refused (LookupError) when one is given that the query does not read: `runs` filtered by a
     session would silently give every run."""
-    unread = [p for p, v in params.items() if v is not None and p not in named_queries.parameters(name)]
+    known = named_queries.parameters(name)
+    unread = [p for p, v in params.items() if v is not None and p not in known]
     if unread:
-        taken = ", ".join(named_queries.parameters(name)) or "none"
+        taken = ", ".join(known) or "none"
         raise LookupError(f"query {name} has no {' or '.join(unread)} parameter (its parameters: {taken})")
     return params
 

@@ -58,23 +58,25 @@ def connect(db: str | Path = DEFAULT_DB, read_only: bool = False) -> duckdb.Duck
     """Open (creating if needed) a logmine database."""
     import duckdb  # here: `logmine --help` needs this module's DEFAULT_DB, not DuckDB
 
-    if read_only and str(db) != ":memory:" and not Path(db).exists():
-        raise FileNotFoundError(f"{db}: no such database (run `logmine ingest` first)")
-    if str(db) != ":memory:" and _exists_but_not_a_file(Path(db)):
-        raise NotALogmineDatabase(f"{db}: not a regular file, so not a database")
-    if str(db) != ":memory:" and _starts_with(Path(db), SQLITE_MAGIC):
-        raise NotALogmineDatabase(f"{db}: a SQLite database, not a logmine one (an opencode database is an input: "
-                                  "`logmine ingest` it into a logmine database given with --db)")
+    if str(db) != ":memory:":
+        _check_file(Path(db), read_only)
     return duckdb.connect(str(db), read_only=read_only, config=OFFLINE)
 
 
-def _exists_but_not_a_file(path: Path) -> bool:
-    """A FIFO, a device or a folder: opening a FIFO to look at it would wait for a writer for ever."""
+def _check_file(path: Path, read_only: bool) -> None:
+    """Refuse, before DuckDB opens it, what it would fail on badly: a missing database to read, a FIFO (it
+    would wait for a writer for ever) or another non-file, and a SQLite file (it would fetch an extension)."""
     try:
         mode = path.stat().st_mode
     except OSError:
-        return False  # a new database
-    return not stat.S_ISREG(mode)
+        if read_only:
+            raise FileNotFoundError(f"{path}: no such database (run `logmine ingest` first)") from None
+        return  # a new database
+    if not stat.S_ISREG(mode):
+        raise NotALogmineDatabase(f"{path}: not a regular file, so not a database")
+    if _starts_with(path, SQLITE_MAGIC):
+        raise NotALogmineDatabase(f"{path}: a SQLite database, not a logmine one (an opencode database is an "
+                                  "input: `logmine ingest` it into a logmine database given with --db)")
 
 
 def _starts_with(path: Path, magic: bytes) -> bool:
