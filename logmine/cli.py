@@ -67,7 +67,7 @@ def main() -> None:
     """Typed events from SGLang journals and coding-agent transcripts, in DuckDB."""
 
 
-@main.command(short_help='Store SGLang logs and agent transcripts in the database.')
+@main.command(short_help="Store SGLang logs and agent transcripts in the database.")
 @click.argument("paths", nargs=-1, required=True)
 @DB_OPTION
 @click.option("--format", "envelope", default=None, cls=EnvelopeOption)
@@ -142,7 +142,7 @@ def spark_ingest_command(paths: list[str], out: str | None, master: str, envelop
         sys.exit(INPUT_FAILED)
 
 
-@main.command(short_help='Lines logmine could not type, grouped by template.')
+@main.command(short_help="Lines logmine could not type, grouped by template.")
 @DB_OPTION
 @click.option("--limit", default=50, show_default=True, help="How many templates to show.")
 @output_options
@@ -153,7 +153,7 @@ def unparsed(db: str, limit: int, fmt: str, columns: str | None, no_pager: bool)
     show(rows, fmt, columns, no_pager, named_queries.key_columns("unparsed"))
 
 
-@main.command(short_help='Server runs: start, ready, end and why, load, memory.')
+@main.command(short_help="Server runs: start, ready, end and why, load, memory.")
 @DB_OPTION
 @click.option("--run", "run_", type=int, default=None, help="Only this run ordinal.")
 @click.option("--source", default=None, help="Only this source (path, or any suffix of it that names one).")
@@ -173,7 +173,7 @@ class QueryCommand(click.Command):
             formatter.write_dl([(name, clip(named_queries.summary(name), room)) for name in names])
 
 
-@main.command(cls=QueryCommand, short_help='Run a named query (without NAME: list them).')
+@main.command(cls=QueryCommand, short_help="Run a named query (without NAME: list them).")
 @click.argument("name", required=False)
 @DB_OPTION
 @click.option("--run", "run_", type=int, default=None, help="Only this run ordinal.")
@@ -221,7 +221,7 @@ def query_command(db: str, name: str, fmt: str, columns: str | None, no_pager: b
             show(api.query_chunks(con, name, **params), fmt, columns, no_pager, keys)
 
 
-@main.command(short_help='The database as Parquet files for DuckDB, Spark, Trino.')
+@main.command(short_help="The database as Parquet files for DuckDB, Spark, Trino.")
 @DB_OPTION
 @click.option("--parquet", "out", required=True, metavar="FOLDER",
               help="Write every table here as Parquet, partitioned by host=/day= (each table's folder is replaced).")
@@ -237,7 +237,7 @@ def export(db: str, out: str) -> None:
     click.echo(f"{out}: {len(written)} tables, {sum(written.values()):,} rows", err=True)
 
 
-@main.command(short_help='The tables and views, with their rows and columns.')
+@main.command(short_help="The tables and views, with their rows and columns.")
 @DB_OPTION
 @output_options
 def tables(db: str, fmt: str, columns: str | None, no_pager: bool) -> None:
@@ -247,7 +247,7 @@ def tables(db: str, fmt: str, columns: str | None, no_pager: bool) -> None:
     show(rows, fmt, columns, no_pager, ["rows", *named_queries.key_columns("tables")])
 
 
-@main.command(short_help='Run any SQL over the logmine tables.')
+@main.command(short_help="Run any SQL over the logmine tables.")
 @click.argument("statement")
 @DB_OPTION
 @output_options
@@ -262,7 +262,7 @@ def sql(statement: str, db: str, fmt: str, columns: str | None, no_pager: bool) 
             show(api.sql_chunks(con, statement), fmt, columns, no_pager)
 
 
-@main.command(short_help='Server args that differ between two runs.')
+@main.command(short_help="Server args that differ between two runs.")
 @click.argument("run_a")
 @click.argument("run_b")
 @DB_OPTION
@@ -273,7 +273,7 @@ def diff(run_a: str, run_b: str, db: str, fmt: str, columns: str | None, no_page
         show(api.diff(con, run_a, run_b), fmt, columns, no_pager)
 
 
-@main.command(short_help='Open the database in JupyterLab, on the bundled notebooks.')
+@main.command(short_help="Open the database in JupyterLab, on the bundled notebooks.")
 @DB_OPTION
 @click.option("--port", type=int, default=None, help="Port to serve on (default: a free one).")
 @click.option("--run", "run_", default=None, metavar="[SOURCE:]ORDINAL",
@@ -300,7 +300,7 @@ def lab(db: str, port: int | None, run_: str | None, source: str | None, browser
         fail(f"JupyterLab exited (code {code})")
 
 
-@main.command(short_help='Write a postmortem that cites a log line for each figure.')
+@main.command(short_help="Write a postmortem that cites a log line for each figure.")
 @DB_OPTION
 @click.option("-o", "--output", required=True, help="FILE.html, FILE.md, or - for standard output.")
 @click.option("--format", "fmt", type=click.Choice(["html", "markdown"]), default=None,
