@@ -1,6 +1,10 @@
-"""How fast the knowledge pipeline reads agent prose: sentences per second on one core.
+"""How right the claim checker is, and how fast the knowledge pipeline reads agent prose.
 
-    python bench/knowledge_bench.py [--sentences N] [--batch-size B] [TRANSCRIPT ...]
+    python bench/knowledge_bench.py [--claims-only] [--sentences N] [--batch-size B] [TRANSCRIPT ...]
+
+First the claim checker against the frozen hand-annotated figures of bench/data/claims_eval (see its
+README): precision and recall of `inconsistent` and `consistent`, and the recall of verdicts, per set
+(tuning, held_apart), each scenario's journal and session ingested into a DuckDB file of its own.
 
 Reads the message text of real transcripts (by default the kimi-k25 sample and every transcript of
 ../shared/corpus/transcripts), one line a text as `logmine.knowledge` feeds them, and runs the spaCy
@@ -22,6 +26,8 @@ from logmine.parsers.transcripts.model import Message  # noqa: E402
 
 from logmine import nlp  # noqa: E402
 
+import claims_eval  # noqa: E402  (bench/ is on sys.path when this file runs)
+
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 DEFAULT_INPUTS = [SHARED / "samples" / "kimi-k25" / "session.opencode.json",
                   *sorted((SHARED / "corpus" / "transcripts").glob("*.json*"))]
@@ -42,7 +48,13 @@ def main() -> None:
     parser.add_argument("inputs", nargs="*", type=Path, default=DEFAULT_INPUTS)
     parser.add_argument("--sentences", type=int, default=50_000, help="stop after about this many sentences")
     parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--claims-only", action="store_true", help="the claim checker's scores, not the speed")
     args = parser.parse_args()
+    started = time.perf_counter()
+    print(claims_eval.report(claims_eval.outcomes()))
+    print(f"(claim checker: {time.perf_counter() - started:.1f} s; figures of ../shared/corpus skipped when absent)\n")
+    if args.claims_only:
+        return
     started = time.perf_counter()
     pipeline = nlp.pipeline()
     built = time.perf_counter() - started

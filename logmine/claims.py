@@ -158,7 +158,7 @@ def cues(sent: Span, ent: Span, q: Quantity, hits: dict[str, list],
     clause = clauses[ent.start - sent.start]
     scopes = {name for name, s, _ in hits["scope"] if clauses[s - sent.start] == clause}
     domains = {name for name, s, _ in hits["domain"] if clauses[s - sent.start] == clause}
-    wanted_scopes = ["rank", "total"] if len(scopes) != 1 else sorted(scopes)
+    wanted_scopes = ["rank", "total", "node"] if len(scopes) != 1 else sorted(scopes)
     others = [e.start for e in sent.ents if e.label_ == "QUANTITY" and e != ent]
 
     # Only the cues nearest the number in its clause are strong: a farther one is often another figure's,

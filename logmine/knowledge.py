@@ -30,7 +30,8 @@ TABLES: dict[str, dict[str, str]] = {
     "claims": {**MESSAGE_COLUMNS, "text": "VARCHAR", "value": "DOUBLE", "unit": "VARCHAR", "approximate": "BOOLEAN",
                "arithmetic": "VARCHAR", "source_id": "INTEGER", "run": "INTEGER", "quantity": "VARCHAR",
                "scope": "VARCHAR", "measured": "DOUBLE", "measured_figure": "VARCHAR",
-               "measured_source": "VARCHAR", "verdict": "VARCHAR", "cause": "VARCHAR", "sentence_text": "VARCHAR"},
+               "measured_source": "VARCHAR", "verdict": "VARCHAR", "derivation": "VARCHAR", "cause": "VARCHAR",
+               "sentence_text": "VARCHAR"},
     "decisions": {"session_id": "VARCHAR", "message_id": "VARCHAR", "message_index": "INTEGER",
                   "request_kind": "VARCHAR", "request": "VARCHAR", "answer": "VARCHAR",
                   "answered_through_index": "INTEGER",
@@ -69,6 +70,7 @@ def reader_version() -> str:
 def rebuild(con: duckdb.DuckDBPyConnection) -> None:
     """Bring facts, claims and decisions up to date with every stored session and run."""
     create_tables(con, {**TABLES, **READ_TABLES})
+    execute(con, "ALTER TABLE claims ADD COLUMN IF NOT EXISTS derivation VARCHAR")  # a database of before it
     # The prose as stored now, its text hashed once for the three uses below.
     execute(con, f"CREATE OR REPLACE TEMP TABLE prose AS {PROSE}")
     _forget_unread(con)
@@ -180,7 +182,8 @@ def _measured_by_run(con: duckdb.DuckDBPyConnection) -> dict[tuple[int, int], di
         bytes_per_unit = None if row.bytes_per_unit != row.bytes_per_unit else row.bytes_per_unit  # NaN -> None
         found.setdefault((row.source_id, row.run), {})[(row.quantity, row.scope)] = Measured(
             row.quantity, row.scope, float(row.value), row.unit, bytes_per_unit, row.measured_source,
-            slack.get(row.quantity, 0.0))
+            slack.get(row.quantity, 0.0) + float(row.spread or 0.0),
+            row.derivation if isinstance(row.derivation, str) else None)
     return found
 
 
