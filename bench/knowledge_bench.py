@@ -21,12 +21,11 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # one core: no BLAS threads (spaCy's rules use none anyway)
 
+import claims_eval  # noqa: E402  (bench/ is on sys.path when this file runs)
 from logmine.parsers.transcripts.detect import read_transcripts  # noqa: E402
 from logmine.parsers.transcripts.model import Message  # noqa: E402
 
 from logmine import nlp  # noqa: E402
-
-import claims_eval  # noqa: E402  (bench/ is on sys.path when this file runs)
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 DEFAULT_INPUTS = [SHARED / "samples" / "kimi-k25" / "session.opencode.json",

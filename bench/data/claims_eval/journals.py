@@ -9,6 +9,7 @@ measured, the page a reader annotating the sessions has open.
 
 from __future__ import annotations
 
+import hashlib
 import random
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -193,4 +194,5 @@ SCENARIOS = (qwen_hicache_loop, llama_oom_start, deepseek_mla, multinode, qwen72
 
 def journal_text(s: Scenario) -> str:
     s.lines.sort(key=lambda e: e[0])
-    return "\n".join(["-- Boot " + f"{abs(hash(s.name)) % 16**32:032x}"[:32] + " --"] + [x for _, x in s.lines]) + "\n"
+    boot = hashlib.md5(s.name.encode()).hexdigest()  # a boot id of its own per scenario, the same every time
+    return "\n".join([f"-- Boot {boot} --"] + [x for _, x in s.lines]) + "\n"

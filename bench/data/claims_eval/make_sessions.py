@@ -1,3 +1,4 @@
+# ruff: noqa: E501, E741  (the frozen prose and commands are kept as written; C, I, U name the verdicts)
 """Write the claim-checker evaluation: per scenario a journal, a Claude Code session, the annotations.
 
     python bench/data/claims_eval/make_sessions.py [--summary]
