@@ -407,6 +407,22 @@ def resolve_run(con: duckdb.DuckDBPyConnection, ref: str) -> tuple[str, int]:
     return checked["source"], int(ordinal)
 
 
+def check_figures(con: duckdb.DuckDBPyConnection, text: str, run: str | int | None = None,
+                  source: str | None = None) -> list[dict]:
+    """The figures of a draft text (bytes, seconds, tokens), each with the verdict the claim checker gives
+    a stored message's: `consistent`, `inconsistent` or `unverifiable`, how it was reached (`derivation`),
+    the measured figure and its file:line. Judged against the run `run` names (as `select_run` reads it)
+    when given, else against the latest run (and the runs before it, for what the text looks back on)."""
+    from . import knowledge
+
+    which = None
+    if run is not None:
+        display, ordinal = select_run(con, run, source)
+        source_id = named_queries.fetch(con, "SELECT source_id FROM sources WHERE display = $d", d=display).rows
+        which = (source_id[0][0], ordinal)
+    return knowledge.check_text(con, text, run=which)
+
+
 # The ends a postmortem looks for first: the server died, after becoming ready or before.
 BAD_ENDS = ("crashed", "failed")
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from datetime import datetime
 from importlib import resources
 from pathlib import Path
 
@@ -154,10 +155,7 @@ def _judge(con: duckdb.DuckDBPyConnection) -> None:
     if not readings:
         return
     measured = _measured_by_run(con)
-    runs = [verdicts.Run(s, o, t, json.loads(args) if args else None, last) for s, o, t, args, last in execute(con, """
-        SELECT r.source_id, r.ordinal, r.started_at, c.args, r.last_seen_at
-        FROM runs AS r LEFT JOIN configs AS c USING (config_id)
-        ORDER BY r.started_at""")]
+    runs = _runs(con)
     links: dict[str, list[tuple]] = {}
     for session_id, index, source_id, ordinal in execute(con, """
             SELECT session_id, message_index, source_id, run FROM links ORDER BY session_id, message_index"""):
@@ -171,6 +169,44 @@ def _judge(con: duckdb.DuckDBPyConnection) -> None:
                      "message_first_line": first_line(text),
                      **verdicts.judged_among_runs(reading, which, local_time, runs, measured)})
     _insert(con, "claims", rows, TABLES["claims"])
+
+
+def _runs(con: duckdb.DuckDBPyConnection) -> list:
+    from .verdicts import Run
+
+    return [Run(s, o, t, json.loads(args) if args else None, last) for s, o, t, args, last in execute(con, """
+        SELECT r.source_id, r.ordinal, r.started_at, c.args, r.last_seen_at
+        FROM runs AS r LEFT JOIN configs AS c USING (config_id)
+        ORDER BY r.started_at""")]
+
+
+CHECKED_FIELDS = ("text", "value", "unit", "verdict", "derivation", "cause", "quantity", "scope", "run", "measured",
+                  "measured_figure", "measured_source", "arithmetic", "sentence_text")
+
+
+def check_text(con: duckdb.DuckDBPyConnection, text: str, when: datetime | None = None,
+               run: tuple[int, int] | None = None) -> list[dict]:
+    """The figures of a text that is not stored (a draft an agent is about to send), each judged as the
+    claims of a stored message are: against `run` (source id, ordinal) when given, else against the run
+    current at `when` (host-local time; by default the time of the latest line of any run), falling back
+    on earlier runs for what the text looks back on. Each row has the fields of CHECKED_FIELDS."""
+    from . import claims, nlp, verdicts
+
+    runs = _runs(con)
+    if when is None:
+        when = max((r.last_seen or r.started_at for r in runs if r.last_seen or r.started_at), default=None)
+    measured = _measured_by_run(con)
+    blocks = nlp.code_blocks(text)
+    pieces = list(nlp.lines(text))
+    rows, first = [], 0
+    for (offset, _), doc in zip(pieces, nlp.read(line for _, line in pieces), strict=True):
+        for reading in claims.read_claims(doc, offset, first, in_line(blocks, offset, len(doc.text))):
+            which = run or verdicts.run_of_message(when, 0, [], runs)
+            which = verdicts.run_with_settings(which, when, reading["settings"], runs)
+            judged = verdicts.judged_among_runs(reading, which, when, runs, measured)
+            rows.append({field: judged.get(field) for field in CHECKED_FIELDS})
+        first += sum(1 for _ in doc.sents)
+    return rows
 
 
 def _measured_by_run(con: duckdb.DuckDBPyConnection) -> dict[tuple[int, int], dict]:

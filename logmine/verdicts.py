@@ -127,7 +127,8 @@ def judge(q: Quantity, found: list[Candidate], arith: tuple[str, float] | None, 
             return _verdict("consistent", c.measured, measured, None, _how(q, c.measured, measured))
     for c, _, cause, measured in results:
         if cause:
-            return _verdict("inconsistent", c.measured, measured, cause, "unit mix-up")
+            return _verdict("inconsistent", c.measured, measured, cause,
+                            _how(q, c.measured, None) + "; GiB and GB swapped")
     strong = [(c, measured) for c, _, _, measured in results if c.strong and (c.what_if or not hypothetical)]
     named = {c.measured.quantity for c in found}
     other = by_value(q, run_measured or {}, bound)

@@ -88,26 +88,33 @@ mem_fraction AS (
                AND a.line_no BETWEEN r.first_line_no AND r.last_line_no) AS line_no
     FROM runs AS r JOIN configs AS c USING (config_id)
 ),
-derived AS (
+derived AS (  -- figures no line prints as such, each with its rule and arithmetic
     SELECT 'reserve' AS quantity, b.source_id, b.run, b.value * (1 - m.mem_fraction_static) AS value,
-           'GB' AS unit, b.line_no
+           'GB' AS unit, b.line_no,
+           printf('memory before loading x (1 - mem_fraction_static): %g x (1 - %g) = %.2f', b.value,
+                  m.mem_fraction_static, b.value * (1 - m.mem_fraction_static)) AS derivation
     FROM first_per_run AS b JOIN mem_fraction AS m USING (source_id, run) WHERE b.quantity = 'gpu_before_load'
-    UNION ALL SELECT 'mem_fraction_static', source_id, run, mem_fraction_static, 'fraction', line_no
+    UNION ALL SELECT 'mem_fraction_static', source_id, run, mem_fraction_static, 'fraction', line_no, NULL
     FROM mem_fraction WHERE mem_fraction_static IS NOT NULL
-    UNION ALL SELECT 'draft_model', w.source_id, w.run, w.value + k.value, 'GB', k.line_no
+    UNION ALL SELECT 'draft_model', w.source_id, w.run, w.value + k.value, 'GB', k.line_no,
+           printf('draft weights + draft KV pool: %g + %g = %g', w.value, k.value, w.value + k.value)
     FROM first_per_run AS w JOIN first_per_run AS k USING (source_id, run)
     WHERE w.quantity = 'draft_weights' AND k.quantity = 'draft_kv'
     UNION ALL SELECT 'load_time', r.source_id, r.ordinal, epoch(r.ready_at) - epoch(r.started_at), 's',
            (SELECT min(l.line_no) FROM lines AS l WHERE l.source_id = r.source_id AND l.ts = r.ready_at
-               AND l.line_no BETWEEN r.first_line_no AND r.last_line_no)
+               AND l.line_no BETWEEN r.first_line_no AND r.last_line_no),
+           printf('ready - started: %s - %s = %g s', strftime(r.ready_at, '%H:%M:%S'),
+                  strftime(r.started_at, '%H:%M:%S'), epoch(r.ready_at) - epoch(r.started_at))
     FROM runs AS r WHERE r.ready_at IS NOT NULL
     UNION ALL SELECT 'start_to_failure', r.source_id, r.ordinal, epoch(r.ended_at) - epoch(r.started_at), 's',
-           r.last_line_no
+           r.last_line_no,
+           printf('failed - started: %s - %s = %g s', strftime(r.ended_at, '%H:%M:%S'),
+                  strftime(r.started_at, '%H:%M:%S'), epoch(r.ended_at) - epoch(r.started_at))
     FROM runs AS r WHERE r.ready_at IS NULL AND r.ended_at IS NOT NULL AND r.end_reason = 'failed'
     UNION ALL SELECT 'context_len', r.source_id, r.ordinal,
            TRY_CAST(json_extract(c.args, '$.context_length') AS DOUBLE), 'tokens',
            (SELECT min(a.line_no) FROM server_args AS a WHERE a.source_id = r.source_id
-               AND a.line_no BETWEEN r.first_line_no AND r.last_line_no)
+               AND a.line_no BETWEEN r.first_line_no AND r.last_line_no), NULL
     FROM runs AS r JOIN configs AS c USING (config_id)
 ),
 launch AS (  -- ranks of the whole launch (every node) and whether it spans nodes
@@ -131,23 +138,21 @@ totals AS (  -- per rank x every rank of the launch; per node: the ranks this lo
     SELECT g.quantity, g.source_id, g.run,
            CASE WHEN l.nnodes > 1 THEN f.value * l.ranks ELSE g.value END AS value, f.unit, g.line_no,
            'total' AS scope, CASE WHEN l.nnodes > 1 THEN l.ranks ELSE g.ranks END AS ranks,
-           CASE WHEN l.nnodes > 1 THEN printf('per rank x %d ranks: %g x %d', l.ranks, f.value, l.ranks)
-                ELSE printf('summed over %d ranks: %g x %d', g.ranks, f.value, g.ranks) END AS derivation
+           CASE WHEN l.nnodes > 1
+                THEN printf('per rank x the %d ranks of every node: %g x %d = %g', l.ranks, f.value, l.ranks,
+                            round(f.value * l.ranks, 4))
+                ELSE printf('summed over %d ranks: %g x %d = %g', g.ranks, f.value, g.ranks, round(g.value, 4))
+           END AS derivation
     FROM logged_ranks AS g JOIN first_per_run AS f USING (quantity, source_id, run)
     LEFT JOIN launch AS l USING (source_id, run)
     UNION ALL SELECT g.quantity, g.source_id, g.run, g.value, f.unit, g.line_no, 'node', g.ranks,
-           printf('summed over the %d ranks of this node: %g x %d', g.ranks, f.value, g.ranks)
+           printf('summed over the %d ranks of this node: %g x %d = %g', g.ranks, f.value, g.ranks, round(g.value, 4))
     FROM logged_ranks AS g JOIN first_per_run AS f USING (quantity, source_id, run)
     JOIN launch AS l USING (source_id, run) WHERE l.nnodes > 1
 ),
 everything AS (
     SELECT f.*, 'rank' AS scope, NULL::BIGINT AS ranks, NULL AS derivation FROM first_per_run AS f
-    UNION ALL SELECT *, 'rank', NULL,
-           CASE quantity WHEN 'reserve' THEN 'memory before loading x (1 - mem_fraction_static)'
-                         WHEN 'draft_model' THEN 'draft weights + draft KV pool'
-                         WHEN 'load_time' THEN 'ready - started'
-                         WHEN 'start_to_failure' THEN 'failed - started' END
-    FROM derived
+    UNION ALL SELECT quantity, source_id, run, value, unit, line_no, 'rank', NULL, derivation FROM derived
     UNION ALL SELECT quantity, source_id, run, value, unit, line_no, scope, ranks, derivation FROM totals
 )
 SELECT s.display AS source, e.source_id, e.run, e.quantity, e.scope, round(e.value, 4) AS value, e.unit,

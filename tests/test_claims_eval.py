@@ -51,7 +51,7 @@ def test_a_total_is_the_per_rank_figure_times_the_ranks(claims) -> None:
     total = claim(claims, "192 GB across the 4 ranks", 192)
     assert (total["verdict"], total["quantity"], total["scope"], total["measured"]) == (
         "consistent", "host_cache", "total", 192.0)
-    assert total["derivation"] == "derived: summed over 4 ranks: 48 x 4"
+    assert total["derivation"] == "derived: summed over 4 ranks: 48 x 4 = 192"
     requested = claim(claims, "4 x 277.33 = 1109.3 GB in total", 1109.3)
     assert (requested["verdict"], requested["quantity"], requested["scope"]) == (
         "consistent", "host_cache_requested", "total")
@@ -61,9 +61,9 @@ def test_a_time_of_an_earlier_run_is_that_runs(claims) -> None:
     # said after run 5 came up; the crashed runs 2-4 loaded for 649-651 s before HiCache's check failed
     earlier = claim(claims, "~11 minutes into loading", 11)
     assert earlier["verdict"] == "consistent" and earlier["quantity"] == "weights_time"
-    crash = claim(claims, "12 minutes after each start", 12)  # in the message of run 3, of runs 2 and 3
+    crash = claim(claims, "12 minutes after each start", 12)  # said while run 3 was starting
     assert (crash["verdict"], crash["quantity"]) == ("consistent", "start_to_failure")
-    assert crash["derivation"] == "derived: failed - started"
+    assert crash["derivation"] == "derived: failed - started: 10:08:33 - 09:56:37 = 716 s"  # run 3
 
 
 def test_a_wrong_figure_about_one_measured_quantity_is_inconsistent(claims) -> None:
@@ -71,3 +71,17 @@ def test_a_wrong_figure_about_one_measured_quantity_is_inconsistent(claims) -> N
     assert (capture["verdict"], capture["quantity"]) == ("inconsistent", "cuda_graph_time")
     load = claim(claims, "~9 minutes per attempt", 9)
     assert load["verdict"] == "inconsistent" and load["measured"] > 10.5  # minutes, as written
+
+
+def test_a_draft_text_is_checked_against_the_runs_without_being_stored(ingested) -> None:
+    con = ingested(SCENARIO / "journal.txt", SCENARIO / "session.jsonl")
+    draft = ("The crashed starts only had 251.30 GB of host memory free. The host pool is now 50 GB per rank. "
+             "The machine has 503 GiB of RAM. CUDA graph capture took ~41 s.")
+    rows = {r["text"].split()[0]: r for r in api.check_figures(con, draft)}
+    assert (rows["251.30"]["verdict"], rows["251.30"]["quantity"]) == ("consistent", "host_free")
+    assert "earlier run" in rows["251.30"]["derivation"]  # run 5, the latest, never failed
+    assert (rows["50"]["verdict"], rows["50"]["measured"], rows["50"]["run"]) == ("inconsistent", 48.0, 5)
+    assert rows["503"]["verdict"] == "unverifiable"
+    assert rows["~41"]["verdict"] == "consistent" and rows["~41"]["derivation"] == "observed"
+    assert api.check_figures(con, "The first run took ~11 minutes to load.", run=1)[0]["verdict"] == "consistent"
+    assert con.execute("SELECT count(*) FROM claims WHERE text LIKE '50 GB%'").fetchone()[0] == 0
