@@ -110,13 +110,14 @@ def significant_digits(q: Quantity) -> int:
 
 
 def judge(q: Quantity, found: list[Candidate], arith: tuple[str, float] | None, bound: str | None = None,
-          hypothetical: bool = False, run_measured: dict | None = None) -> dict:
+          hypothetical: bool = False, run_measured: dict | None = None, not_measured: str | None = None) -> dict:
     """The verdict of one claim over its candidates. A number of a plan or prediction (`hypothetical`)
     speaks of a configuration the log did not measure: only a unit mix-up, wrong arithmetic or a what-if
     rule's figure can contradict it. A figure its cue's quantity contradicts is `inconsistent` only when
     no other figure of the run explains it: the same quantity at another scope (per rank for a total, per
     node) makes it `unverifiable`, said so in the cause; another quantity's figure it matches exactly makes
-    it that figure's."""
+    it that figure's. A figure its words say no log measures (`not_measured`: the host's RAM) is
+    `unverifiable` unless a measured figure agrees with it."""
     if arith is not None and abs(arith[1] - q.written) > tolerance(q):
         best = found[0].measured if found else None
         return _verdict("inconsistent", best, None if best is None else compare(q, best)[2],
@@ -132,14 +133,17 @@ def judge(q: Quantity, found: list[Candidate], arith: tuple[str, float] | None, 
     strong = [(c, measured) for c, _, _, measured in results if c.strong and (c.what_if or not hypothetical)]
     named = {c.measured.quantity for c in found}
     other = by_value(q, run_measured or {}, bound)
-    if other is not None:
+    if other is not None:  # a figure the run measured agrees with it: it is no error, whatever its words say
         m, measured = other
         if m.quantity in named:  # the quantity its words name, at a scope they did not say
             return _verdict("unverifiable", None, None,
                             f"matches the {m.scope} figure {m.value:g} {m.unit} of {m.quantity}, not the scope written",
                             None)
-        if significant_digits(q) >= VALUE_MATCH_DIGITS and not hypothetical:
+        if significant_digits(q) >= VALUE_MATCH_DIGITS and not hypothetical and not not_measured:
             return _verdict("consistent", m, measured, None, "matched by value: " + _how(q, m, measured))
+        return _verdict("unverifiable", None, None, None, None)
+    if not_measured:
+        return _verdict("unverifiable", None, None, f"{not_measured}: no log measures it", None)
     if strong:
         return _verdict("inconsistent", strong[0][0].measured, strong[0][1], None, _how(q, strong[0][0].measured, None))
     return _verdict("unverifiable", None, None, None, None)
@@ -193,7 +197,7 @@ def judged(reading: dict, which: tuple[int, int] | None, run_measured: dict) -> 
             "source_id": which[0] if which else None, "run": which[1] if which else None,
             "sentence_text": reading["sentence_text"],
             **judge(q, candidates(reading, run_measured), arith, reading.get("bound"),
-                    reading.get("hypothetical", False), run_measured)}
+                    reading.get("hypothetical", False), run_measured, reading.get("unmeasured"))}
 
 
 def candidates(reading: dict, run_measured: dict) -> list[Candidate]:

@@ -8,10 +8,11 @@
 -- model's weights plus its KV pool; `host_cache_requested` and `host_free` come from HiCache's "not enough
 -- host memory" error, `oom_*` from a CUDA out-of-memory error (PyTorch prints GiB), `start_to_failure` is
 -- how long a start that never became ready lasted, `context_len` the run's context length. A `total` of a
--- per-rank figure is the rank's figure x the ranks of the launch (tp_size, every node), `node` the sum
--- over the ranks this log holds when the launch spans nodes. `spread` is how far the other ranks' figure
--- lies from rank 0's (their elapsed times differ), `derivation` how a figure not printed as such came
--- about. `claims` checks the agent's numbers against these rows.
+-- per-rank figure is the sum over the ranks when the log holds every rank of the launch, else rank 0's
+-- figure x the launch's ranks (tp_size x pp_size, every node); `node` the sum over the ranks this log holds
+-- when the launch spans nodes. `spread` is how far the other ranks' figure lies from rank 0's (their
+-- elapsed times differ), `derivation` how a figure not printed as such came about (its rule and
+-- arithmetic). `claims` checks the agent's numbers against these rows.
 -- Columns: source, run, quantity, scope, value, unit, spread, derivation, measured_source
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
 WITH rank0 AS (
@@ -134,14 +135,15 @@ logged_ranks AS (  -- byte figures summed over every rank that logged them (this
     UNION ALL SELECT 'weights', source_id, run, sum(mem_usage_gib), count(*), min(line_no)
     FROM weight_loads_by_run WHERE kind = 'load_weight_end' AND model_role = 'target' GROUP BY ALL
 ),
-totals AS (  -- per rank x every rank of the launch; per node: the ranks this log holds, when it spans nodes
+totals AS (  -- summed over the ranks when the log holds every rank of the launch, else rank 0's x the ranks;
+             -- per node: the ranks this log holds, when the launch spans nodes
     SELECT g.quantity, g.source_id, g.run,
-           CASE WHEN l.nnodes > 1 THEN f.value * l.ranks ELSE g.value END AS value, f.unit, g.line_no,
-           'total' AS scope, CASE WHEN l.nnodes > 1 THEN l.ranks ELSE g.ranks END AS ranks,
-           CASE WHEN l.nnodes > 1
-                THEN printf('per rank x the %d ranks of every node: %g x %d = %g', l.ranks, f.value, l.ranks,
+           CASE WHEN l.ranks IS NULL OR g.ranks = l.ranks THEN g.value ELSE f.value * l.ranks END AS value,
+           f.unit, g.line_no, 'total' AS scope, coalesce(l.ranks, g.ranks) AS ranks,
+           CASE WHEN l.ranks IS NULL OR g.ranks = l.ranks
+                THEN printf('summed over %d ranks: %g x %d = %g', g.ranks, f.value, g.ranks, round(g.value, 4))
+                ELSE printf('per rank x the %d ranks of the launch: %g x %d = %g', l.ranks, f.value, l.ranks,
                             round(f.value * l.ranks, 4))
-                ELSE printf('summed over %d ranks: %g x %d = %g', g.ranks, f.value, g.ranks, round(g.value, 4))
            END AS derivation
     FROM logged_ranks AS g JOIN first_per_run AS f USING (quantity, source_id, run)
     LEFT JOIN launch AS l USING (source_id, run)

@@ -75,13 +75,23 @@ def test_a_wrong_figure_about_one_measured_quantity_is_inconsistent(claims) -> N
 
 def test_a_draft_text_is_checked_against_the_runs_without_being_stored(ingested) -> None:
     con = ingested(SCENARIO / "journal.txt", SCENARIO / "session.jsonl")
-    draft = ("The crashed starts only had 251.30 GB of host memory free. The host pool is now 50 GB per rank. "
+    draft = ("The crashed starts only had 251.30 GB of host memory free. The host pool is now 45 GB per rank. "
              "The machine has 503 GiB of RAM. CUDA graph capture took ~41 s.")
     rows = {r["text"].split()[0]: r for r in api.check_figures(con, draft)}
     assert (rows["251.30"]["verdict"], rows["251.30"]["quantity"]) == ("consistent", "host_free")
     assert "earlier run" in rows["251.30"]["derivation"]  # run 5, the latest, never failed
-    assert (rows["50"]["verdict"], rows["50"]["measured"], rows["50"]["run"]) == ("inconsistent", 48.0, 5)
+    assert (rows["45"]["verdict"], rows["45"]["measured"], rows["45"]["run"]) == ("inconsistent", 48.0, 5)
     assert rows["503"]["verdict"] == "unverifiable"
     assert rows["~41"]["verdict"] == "consistent" and rows["~41"]["derivation"] == "observed"
     assert api.check_figures(con, "The first run took ~11 minutes to load.", run=1)[0]["verdict"] == "consistent"
-    assert con.execute("SELECT count(*) FROM claims WHERE text LIKE '50 GB%'").fetchone()[0] == 0
+    assert con.execute("SELECT count(*) FROM claims WHERE text LIKE '45 GB%'").fetchone()[0] == 0
+
+
+def test_a_figure_its_words_say_no_log_measures_is_unverifiable_said_so(ingested) -> None:
+    con = ingested(SCENARIO / "journal.txt", SCENARIO / "session.jsonl")
+    rows = api.check_figures(con, "HiCache pins 48.00 GB of host memory per rank on this 503 GiB machine, "
+                                  "and the host pool is 503 GiB of RAM behind the GPUs.")
+    pool, machine, ram = rows
+    assert (pool["verdict"], pool["quantity"]) == ("consistent", "host_cache")
+    assert machine["verdict"] == ram["verdict"] == "unverifiable"
+    assert machine["cause"] == ram["cause"] == "the host's RAM: no log measures it"
