@@ -220,7 +220,31 @@ def _measured_by_run(con: duckdb.DuckDBPyConnection) -> dict[tuple[int, int], di
             row.quantity, row.scope, float(row.value), row.unit, bytes_per_unit, row.measured_source,
             slack.get(row.quantity, 0.0) + float(row.spread or 0.0),
             row.derivation if isinstance(row.derivation, str) else None)
+    phases = {q["phase"]: name for name, q in knowledge()["quantities"].items() if "phase" in q}
+    if phases and found:
+        _phase_durations(con, phases, slack, found)
     return found
+
+
+def _phase_durations(con: duckdb.DuckDBPyConnection, phases: dict[str, str], slack: dict[str, float],
+                     found: dict[tuple[int, int], dict]) -> None:
+    """Each phase of a start as `logmine query load-time` times it: rank 0's duration, the other ranks'
+    spread added to its slack (the phases are derived there, once)."""
+    from .verdicts import Measured
+
+    ids = dict(execute(con, "SELECT display, source_id FROM sources"))
+    frame = named_queries.execute(con, "load-time")
+    for (display, run), ranks in frame.groupby(["source", "run"], sort=False):
+        first = ranks.iloc[0]  # rank 0 first, as the query orders them
+        for column, name in phases.items():
+            value = first[column]
+            if value != value or value is None:  # NaN: the phase did not happen in this run
+                continue
+            spread = float((ranks[column] - value).abs().max())
+            found.setdefault((ids[display], int(run)), {})[(name, "rank")] = Measured(
+                name, "rank", round(float(value), 4), "s", None, f"{display} (load-time {column}, {first['rank']})",
+                slack.get(name, 0.0) + (spread if spread == spread else 0.0),
+                f"the {column.removesuffix('_s').replace('_', ' ')} phase of load-time")
 
 
 def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict], columns: dict[str, str]) -> None:

@@ -95,3 +95,12 @@ def test_a_figure_its_words_say_no_log_measures_is_unverifiable_said_so(ingested
     assert (pool["verdict"], pool["quantity"]) == ("consistent", "host_cache")
     assert machine["verdict"] == ram["verdict"] == "unverifiable"
     assert machine["cause"] == ram["cause"] == "the host's RAM: no log measures it"
+
+
+def test_every_phase_of_a_start_can_be_spoken_of(ingested) -> None:
+    con = ingested(SCENARIO / "journal.txt", SCENARIO / "session.jsonl")
+    init, = api.check_figures(con, "Init torch distributed took 9 s on rank 0.")
+    assert (init["verdict"], init["quantity"], init["measured"]) == ("inconsistent", "init_time", 0.92)
+    assert init["derivation"] == "derived: the init phase of load-time"
+    warmup, = api.check_figures(con, "The warmup took 2 s after the server started.")
+    assert (warmup["verdict"], warmup["quantity"]) == ("consistent", "warmup_time")
