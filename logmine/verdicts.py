@@ -168,7 +168,7 @@ def _how(q: Quantity, m: Measured, measured: float | None) -> str:
     """How the measured figure was reached: printed by the log, or derived (with the rule and arithmetic),
     and the conversion to the unit written."""
     parts = [f"derived: {m.derivation}" if m.derivation else "observed"]
-    if measured is not None and m.bytes_per_unit and q.written_unit != m.unit:
+    if measured is not None and m.bytes_per_unit and q.written_unit not in (m.unit, _true_unit(m)):
         parts.append(f"converted: {m.value:g} {_true_unit(m)} = {measured:.2f} {q.written_unit}")
     return "; ".join(parts)
 
