@@ -225,7 +225,7 @@ def predict(base: Baseline, changes: dict[str, Any]) -> dict[str, Any]:
     anchor_words = ("the formula's rest (the run was capped by --max-total-tokens)" if capped
                     else "logged KV tokens x logged cell")
     tokens_fig = Figure(tokens, "tokens per rank",
-                        f"({anchor_words} + change in rest) x 2^30 // cell, aligned to page_size {page}; {rest_formula}",
+                        f"({anchor_words} + change in rest x 2^30) // cell, aligned to page_size {page}; {rest_formula}",
                         {**logged, "cell bytes": cell}, None if not changes else f"{_delta(tokens, base.kv_tokens)} "
                         "tokens against the run")
     kv_gib = tokens * cell / GIB if tokens is not None else None
@@ -414,7 +414,7 @@ def baseline(con: duckdb.DuckDBPyConnection, source: str, run: int) -> Baseline:
                AND c.run = r.ordinal)
         FROM r GROUP BY r.source_id, r.ordinal""", source=source, run=run).rows
     args, is_mla, dtype, sizes, context_len = extra[0] if extra else (None, None, None, None, None)
-    config = _args(args)
+    config = config_dict(args)
     evidence = named_queries.fetch(con, named_queries.text("evidence"), source=source, run=run)
     cited = {}
     for row in evidence.rows:
@@ -431,7 +431,7 @@ def baseline(con: duckdb.DuckDBPyConnection, source: str, run: int) -> Baseline:
         evidence=cited)
 
 
-def _args(args: Any) -> dict[str, Any]:
+def config_dict(args: Any) -> dict[str, Any]:
     import json
 
     if args is None:
