@@ -225,7 +225,8 @@ def predict(base: Baseline, changes: dict[str, Any]) -> dict[str, Any]:
     anchor_words = ("the formula's rest (the run was capped by --max-total-tokens)" if capped
                     else "logged KV tokens x logged cell")
     tokens_fig = Figure(tokens, "tokens per rank",
-                        f"({anchor_words} + change in rest x 2^30) // cell, aligned to page_size {page}; {rest_formula}",
+                        f"({anchor_words} + change in rest x 2^30) // cell, aligned to page_size {page}; "
+                        f"{rest_formula}",
                         {**logged, "cell bytes": cell}, None if not changes else f"{_delta(tokens, base.kv_tokens)} "
                         "tokens against the run")
     kv_gib = tokens * cell / GIB if tokens is not None else None
@@ -240,8 +241,8 @@ def predict(base: Baseline, changes: dict[str, Any]) -> dict[str, Any]:
         headroom = (base.final_available_gib - (kv_gib - base.kv_gib) - (graph_new - (base.cuda_graph_gib or 0.0))
                     - (weights_new - base.weights_gib))
         if headroom < 0:
-            outside.append(f"out of memory at start: the pool, CUDA graphs and draft model need {-headroom:.2f} GiB more "
-                           "than the GPU has after the weights (capture or the draft load fails)")
+            outside.append(f"out of memory at start: the pool, CUDA graphs and draft model need {-headroom:.2f} GiB "
+                           "more than the GPU has after the weights (capture or the draft load fails)")
     headroom_fig = Figure(_round(headroom), "GiB per rank",
                           "logged available_gpu_mem - change in KV GiB - change in CUDA graph GiB - change in weights",
                           {"logged available_gpu_mem GiB": base.final_available_gib, "logged KV GiB": base.kv_gib,
@@ -268,7 +269,8 @@ def predict(base: Baseline, changes: dict[str, Any]) -> dict[str, Any]:
         "cuda_graph_gib_per_rank": graph_fig.value,
         "full_context_requests": context_fig.value,
         "host_cache_gb_per_rank": host["per_rank"].value,
-        "host_cache_gib_per_rank": _round(None if host["per_rank"].value is None else host["per_rank"].value * GB / GIB),
+        "host_cache_gib_per_rank": None if host["per_rank"].value is None
+        else round(host["per_rank"].value * GB / GIB, 2),
         "host_cache_gb_per_node": host["per_node"].value,
         "host_cache_gb_total": host["total"].value,
         "host_cache_tokens_per_rank": host["tokens"].value,
