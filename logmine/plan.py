@@ -147,8 +147,9 @@ def dtype_bytes(name: str | None, model_dtype: str | None) -> int | None:
 def cell_bytes(base: Baseline) -> tuple[int, str]:
     """The bytes one token takes on one rank, from the logged pool, and how it was found."""
     estimate = base.kv_gib * GIB / base.kv_tokens
-    # The logged GiB has two decimals: the cell lies within half a hundredth of a GiB, over the tokens.
-    spread = 0.005 * GIB / base.kv_tokens
+    # Each logged GiB figure has two decimals (MHA logs K and V apart, each rounded): the cell lies within
+    # half a hundredth of a GiB per figure, over the tokens.
+    spread = (0.01 if base.attention == "MHA" else 0.005) * GIB / base.kv_tokens
     grains = range(math.ceil((estimate - spread) / CELL_GRAIN), math.floor((estimate + spread) / CELL_GRAIN) + 1)
     if len(grains) == 1:
         return grains[0] * CELL_GRAIN, (f"KV size {base.kv_gib} GiB / {base.kv_tokens} tokens = {estimate:,.0f} B, "
