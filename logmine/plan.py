@@ -341,21 +341,22 @@ def options(base: Baseline, host_available_gb: float | None = None) -> list[dict
     if mfs < 0.95:
         found.append(_option(base, "raise mem_fraction_static",
                              {"mem_fraction_static": round(min(mfs + 0.04, 0.95), 2)},
-                             "eats into the headroom activations run in: watch for OOM on the largest prefill"))
+                             "eats into the headroom activations run in: watch for OOM on the largest prefill",
+                             host_available_gb))
     kv_bytes = dtype_bytes(base.setting("kv_cache_dtype", "auto"), base.model_dtype)
     fp8 = {"kv_cache_dtype": "fp8_e4m3"} if kv_bytes and kv_bytes > 1 else {}
     if fp8:
         found.append(_option(base, "FP8 KV cache", fp8, "halves the cell; needs an FP8 attention path and costs "
-                                                       "some accuracy"))
+                                                       "some accuracy", host_available_gb))
     hicache: dict[str, Any] = {}
     if not base.setting("enable_hierarchical_cache"):
         hicache = {"enable_hierarchical_cache": True, "hicache_ratio": _fitting_ratio(base, host_available_gb)}
         found.append(_option(base, "HiCache on host memory", hicache,
                              "keeps evicted prefixes in pinned host RAM (reloaded, not recomputed); does not raise "
-                             "the tokens resident on the GPU"))
+                             "the tokens resident on the GPU", host_available_gb))
     if fp8 and hicache:
         found.append(_option(base, "FP8 KV cache and HiCache", {**fp8, **hicache},
-                             "both: twice the tokens on the GPU and a host tier behind them"))
+                             "both: twice the tokens on the GPU and a host tier behind them", host_available_gb))
     return found
 
 
@@ -370,8 +371,13 @@ def _fitting_ratio(base: Baseline, available_gb: float | None) -> float:
     return max(1.5, min(8.0, math.floor(fit * 2) / 2))
 
 
-def _option(base: Baseline, name: str, changes: dict[str, Any], caveat: str) -> dict[str, Any]:
+def _option(base: Baseline, name: str, changes: dict[str, Any], caveat: str,
+            available_gb: float | None = None) -> dict[str, Any]:
     p = predict(base, changes)
+    budget = None if available_gb is None else available_gb - 10 * GIB / GB  # SGLang's host reserve
+    if budget is not None and (p["host_cache_gb_per_node"] or 0) > budget:
+        p["outside_formula"].append(f"the host pools ({p['host_cache_gb_per_node']} GB per node) exceed the host's "
+                                    f"{budget:.2f} GB available after SGLang's 10 GiB reserve")
     return {"option": name, "set": changes, "caveat": caveat, "kv_tokens_per_rank": p["kv_tokens_per_rank"],
             "kv_tokens_delta": p["kv_tokens_delta"], "kv_gib_per_rank": p["kv_gib_per_rank"],
             "headroom_gib_per_rank": p["headroom_gib_per_rank"], "host_cache_gb_per_rank": p["host_cache_gb_per_rank"],
