@@ -20,14 +20,17 @@ if TYPE_CHECKING:
 # SGLang keeps this much host memory out of the HiCache pools' reach (`Not enough host memory` check).
 SGLANG_HOST_RESERVE_BYTES = 10 * GIB
 
-# How each release pins the HiCache host pool on CUDA. torch's pinned allocator (`pin_memory=True`, the
-# CachingHostAllocator) rounds every block up to the next power of two (sglang #36562: 20.4 GiB asked,
-# 32 GiB pinned); an anonymous mmap registered with cudaHostRegister (`alloc_with_host_register`, the
-# default of `ALLOC_MEMORY_FUNCS`) pins the exact size. NPU and MUSA builds keep torch's allocator.
-# Bounds are releases sampled in parsers/sglang_catalogue.tsv: the register path is in v0.5.7 and after.
+# How each release pins the HiCache host pool on CUDA, read from the released wheels' `memory_pool(_host).py`.
+# torch's pinned allocator (`torch.empty(..., pin_memory=True)`, the CachingHostAllocator) rounds every block
+# up to the next power of two (sglang #36562: 20.4 GiB asked, 32 GiB pinned); a plain tensor registered with
+# `cudaHostRegister` pins the exact size. v0.4.6 and v0.5.4 build the host pool with `pin_memory=True` (the
+# default HiRadixCache leaves); v0.5.5 and v0.5.6 register a plain tensor, v0.5.7 on do so through
+# `ALLOC_MEMORY_FUNCS` (`alloc_with_host_register`; NPU keeps torch's allocator). Before v0.4.5 the pool was
+# not pinned at all (`pin_memory=False`, sglang #4636).
 PINNING = [
-    {"from": (0, 4, 0), "to": (0, 5, 6), "allocator": "torch pin_memory (CachingHostAllocator)", "rounds": True},
-    {"from": (0, 5, 7), "to": None, "allocator": "mmap + cudaHostRegister", "rounds": False},
+    {"from": (0, 4, 0), "to": (0, 4, 4), "allocator": "pageable memory (pin_memory=False)", "rounds": False},
+    {"from": (0, 4, 5), "to": (0, 5, 4), "allocator": "torch pin_memory (CachingHostAllocator)", "rounds": True},
+    {"from": (0, 5, 5), "to": None, "allocator": "cudaHostRegister of a plain tensor", "rounds": False},
 ]
 
 # Unit of the numbers in `free` output by flag (the header says nothing of it); -h writes its own suffixes.
