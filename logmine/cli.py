@@ -354,10 +354,14 @@ def claims(db: str, session: str | None, run_: int | None, fmt: str, columns: st
 @click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
               help="A server arg to change, e.g. mem_fraction_static=0.92 (repeatable).")
 @click.option("--options", "with_options", is_flag=True, help="Also list the standard ways to more KV capacity.")
+@click.option("--audit", "with_audit", is_flag=True,
+              help="Also audit the run's host memory: HiCache pools pinned per node against the host's free memory.")
+@click.option("--sglang-version", default=None, metavar="X.Y.Z",
+              help="The release, for the audit's pinning (else the one a session's pip output shows).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
               help="json: one object with every figure, its logged inputs and formula.")
 def plan(db: str, run_: str | None, source: str | None, settings: tuple[str, ...], with_options: bool,
-         fmt: str) -> None:
+         with_audit: bool, sglang_version: str | None, fmt: str) -> None:
     """Predict the KV pool, headroom and HiCache host pool of a changed configuration from a run's logged
     figures, with SGLang's own formulas; say where SGLang would not start."""
     from .plan import PlanError
@@ -365,7 +369,10 @@ def plan(db: str, run_: str | None, source: str | None, settings: tuple[str, ...
     with api.open_db(db) as con:
         try:
             result = api.plan(con, list(settings), run=run_, source=source, with_options=with_options)
-        except PlanError as exc:
+            if with_audit:
+                result["host_audit"] = api.host_memory_audit(con, run=f"{result['source']}:{result['run']}",
+                                                             version=sglang_version)
+        except (PlanError, ValueError) as exc:
             fail(str(exc))
         names = api.source_names(con)
     if fmt == "json":
@@ -390,6 +397,16 @@ def plan_text(result: dict, source: str) -> str:
     for label, key in PLAN_ROWS[:1] + PLAN_ROWS[3:4]:
         figure = result["figures"][key]
         out.append(textwrap.fill(f"{label}: {figure['formula']}", 80, subsequent_indent="  "))
+    audit = result.get("host_audit")
+    if audit:
+        pinned = ("no HiCache host pool" if audit["pinned_gb_per_node"] is None else
+                  f"{audit['pinned_gb_per_node']} GB pinned per node ({audit['ranks_per_node']} ranks x "
+                  f"{audit['pinned_gb_per_rank']} GB, {audit['requested_from']})")
+        host = ("" if audit["host_available_gb"] is None else
+                f"; host available {audit['host_available_gb']} GB ({audit['host_available_from']})")
+        release = f"; SGLang v{audit['sglang_version']}: {audit['allocator']}" if audit["sglang_version"] else ""
+        out.append(textwrap.fill(f"host audit: {pinned}{host}{release}", 80, subsequent_indent="  "))
+        out += [textwrap.fill(f"! {finding}", 80, subsequent_indent="  ") for finding in audit["findings"]]
     for option in result.get("options", []):
         settings = " ".join(f"--set {k}={v}" for k, v in option["set"].items())
         host = (f", host pool {option['host_cache_gb_per_rank']} GB per rank / {option['host_cache_gb_total']} GB "

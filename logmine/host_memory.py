@@ -190,9 +190,15 @@ def audit(con: duckdb.DuckDBPyConnection, source: str, run: int, version: str | 
     requested_gb, how = allocated_gb, "logged (Allocating ... GB host memory)" if allocated_gb else None
     if requested_gb is None and refused_gb is not None:
         requested_gb, how = refused_gb, "logged (Not enough host memory ... Requesting)"
-    if requested_gb is None and base is not None and config.get("enable_hierarchical_cache"):
-        requested_gb = plan.predict(base, {})["host_cache_gb_per_rank"]
-        how = "predicted from the run's KV pool and hicache settings"
+    if requested_gb is None and config.get("enable_hierarchical_cache"):
+        # Not logged (the run ended first, or is still loading): SGLang's formula on this run's KV pool, else on
+        # the last earlier run's with this run's settings, which is what a watcher needs before the pool is made.
+        earlier = base or _earlier_baseline(con, source, run)
+        if earlier is not None:
+            changes = {k: config.get(k) for k in plan.SETTINGS if config.get(k) != earlier.config.get(k)}
+            requested_gb = plan.predict(earlier, changes)["host_cache_gb_per_rank"]
+            how = ("predicted from the run's KV pool and hicache settings" if base else
+                   f"predicted from run {earlier.run}'s KV pool with this run's settings")
     release, release_cited = (_version(version), "given") if version else version_seen(con)
     pins = pinning(release)
     per_node = plan.ranks_per_node(config)
@@ -244,6 +250,15 @@ def _reading_for(found: list[Reading], started_at: Any) -> Reading | None:
         return found[-1]
     before = [r for r in found if r.at is not None and r.at <= started_at]
     return before[-1] if before else found[0]
+
+
+def _earlier_baseline(con: duckdb.DuckDBPyConnection, source: str, run: int) -> Any:
+    from . import named_queries, plan
+
+    found = named_queries.fetch(con, """
+        SELECT max(k.run) FROM kv_cache_by_run AS k JOIN sources AS s USING (source_id)
+        WHERE s.display = $source AND k.run < $run AND k.kind = 'kv_cache_allocated'""", source=source, run=run).rows
+    return plan.baseline(con, source, found[0][0]) if found and found[0][0] is not None else None
 
 
 def _has_pool(con: duckdb.DuckDBPyConnection, source: str, run: int) -> bool:

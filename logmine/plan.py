@@ -234,24 +234,34 @@ def predict(base: Baseline, changes: dict[str, Any]) -> dict[str, Any]:
     kv_gib_fig = Figure(_round(kv_gib), "GiB per rank", "tokens x cell / 2^30", {"cell bytes": cell,
                         "logged KV GiB": base.kv_gib})
 
+    # The request-to-token table (int32 per request and context position) comes out of the reserve too.
+    context = new["context_length"] or base.context_len
+    req_old = _req_to_token_bytes(base.setting("max_running_requests"), base.kv_tokens, base.context_len, base.config)
+    req_new = _req_to_token_bytes(base.setting("max_running_requests"), tokens, context, base.config)
+    req_delta_gib = 0.0 if req_old is None or req_new is None else (req_new - req_old) / GIB
+    req_fig = Figure(None if req_new is None else round(req_new / GIB, 3), "GiB per rank",
+                     "requests x (context_length + 4 + speculative_num_draft_tokens) x 4 B; requests = "
+                     "max_running_requests, else min(max(KV tokens / context_length x 512, 2048), 4096)",
+                     {"max_running_requests": base.setting("max_running_requests"), "context_length": context})
+
     # Headroom: what the reserve has left after the pool, CUDA graphs and the draft model.
     graph_fig = _graphs(base, changes)
     graph_new = graph_fig.value if graph_fig.value is not None else (base.cuda_graph_gib or 0.0)
     headroom = None
     if base.final_available_gib is not None and kv_gib is not None:
         headroom = (base.final_available_gib - (kv_gib - base.kv_gib) - (graph_new - (base.cuda_graph_gib or 0.0))
-                    - (weights_new - base.weights_gib))
+                    - (weights_new - base.weights_gib) - req_delta_gib)
         if headroom < 0:
             outside.append(f"out of memory at start: the pool, CUDA graphs and draft model need {-headroom:.2f} GiB "
                            "more than the GPU has after the weights (capture or the draft load fails)")
     headroom_fig = Figure(_round(headroom), "GiB per rank",
-                          "logged available_gpu_mem - change in KV GiB - change in CUDA graph GiB - change in weights",
+                          "logged available_gpu_mem - change in KV GiB - change in CUDA graph GiB - change in weights "
+                          "- change in the request-to-token table",
                           {"logged available_gpu_mem GiB": base.final_available_gib, "logged KV GiB": base.kv_gib,
                            "logged CUDA graph GiB": base.cuda_graph_gib},
                           "what activations (prefill chunks, MoE buffers) run in; SGLang has no formula for them")
 
     # Requests at full context.
-    context = new["context_length"] or base.context_len
     full_context = tokens // context if tokens is not None and context else None
     if full_context == 0:
         notes.append(f"one request at the full context ({context} tokens) does not fit in the pool of {tokens} tokens")
@@ -279,12 +289,22 @@ def predict(base: Baseline, changes: dict[str, Any]) -> dict[str, Any]:
         "figures": {"cell_bytes": cell_fig.as_dict(), "kv_tokens_per_rank": tokens_fig.as_dict(),
                     "kv_gib_per_rank": kv_gib_fig.as_dict(), "headroom_gib_per_rank": headroom_fig.as_dict(),
                     "cuda_graph_gib_per_rank": graph_fig.as_dict(), "full_context_requests": context_fig.as_dict(),
+                    "req_to_token_gib_per_rank": req_fig.as_dict(),
                     "host_cache_tokens_per_rank": host["tokens"].as_dict(),
                     "host_cache_gb_per_rank": host["per_rank"].as_dict(),
                     "host_cache_gb_per_node": host["per_node"].as_dict(),
                     "host_cache_gb_total": host["total"].as_dict()},
         "outside_formula": outside, "notes": notes, "evidence": base.evidence,
     }
+
+
+def _req_to_token_bytes(max_running: int | None, tokens: int | None, context: int | None,
+                        config: dict[str, Any]) -> int | None:
+    """SGLang's request-to-token table: one int32 per request and context position (`init_memory_pool`)."""
+    if not tokens or not context:
+        return None
+    requests = max_running or min(max(int(tokens / context * 512), 2048), 4096)
+    return requests * (context + 4 + int(config.get("speculative_num_draft_tokens") or 0)) * 4
 
 
 def _graphs(base: Baseline, changes: dict[str, Any]) -> Figure:

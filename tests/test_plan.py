@@ -272,3 +272,32 @@ def test_plan_is_pure_over_a_baseline() -> None:
     assert plan.predict(base, {"max_total_tokens": 100000})["kv_tokens_per_rank"] == 100000
     assert plan.predict(base, {"context_length": 400000})["full_context_requests"] == 0
     assert REPO.exists()
+
+
+def test_kimi_run_that_ended_before_its_pool_is_audited_from_the_run_before(kimi_db: Path) -> None:
+    with api.open_db(kimi_db) as con:
+        audit = api.host_memory_audit(con, run=2)  # restarted while loading: ratio 2.0 never allocated
+    assert audit["requested_from"] == "predicted from run 1's KV pool with this run's settings"
+    assert audit["requested_gb_per_rank"] == pytest.approx(2 * 159_277 * 70272 / 1e9, abs=0.01)
+    assert audit["fits"] is True
+
+
+def test_cli_audit_and_report_section(kimi_db: Path) -> None:
+    result = run_plan(kimi_db, "--audit", "--sglang-version", "0.5.4")
+    assert result["run"] == 3 and result["host_audit"]["fits"] is False
+    report = subprocess.run([*LOGMINE, "report", "--db", str(kimi_db), "-o", "-", "--format", "markdown"],
+                            capture_output=True, text=True, check=True).stdout
+    section = report.split("## What the next configuration would cost", 1)[1].split("\n## ", 1)[0]
+    assert "217,694 (+58,417)" in section  # run 3 with mem_fraction_static 0.92
+    assert "exceed the host's 414.62 GB" in section  # its ratio-4 pools would then outgrow the host
+    assert "358.16 GB pinned per node" in section and "it fits" in section
+
+
+def test_context_length_moves_the_request_table(demo_db: Path) -> None:
+    with api.open_db(demo_db) as con:
+        longer = api.plan(con, {"context_length": 131072}, run=1)
+    # 3,825 requests x 40,964 x 4 B before; min(max(306048 / 131072 x 512, 2048), 4096) = 2048 after.
+    table = longer["figures"]["req_to_token_gib_per_rank"]["value"]
+    assert table == pytest.approx(2048 * (131072 + 4) * 4 / 2**30, abs=0.001)
+    assert longer["headroom_gib_per_rank"] == pytest.approx(8.93 - (table - 3825 * 40964 * 4 / 2**30), abs=0.01)
+    assert longer["full_context_requests"] == 2
