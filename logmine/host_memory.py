@@ -126,8 +126,10 @@ def pinned_bytes(requested: float, rounds: bool) -> float:
 
 # --- reading the database -------------------------------------------------------------------------------
 
-def readings(con: duckdb.DuckDBPyConnection) -> list[Reading]:
-    """Every host-memory figure in the sessions' tool outputs and the logs' host-memory errors, oldest first."""
+def readings(con: duckdb.DuckDBPyConnection, source: str | None = None) -> list[Reading]:
+    """Every host-memory figure in the sessions' tool outputs and the logs' host-memory errors, oldest first.
+    With `source` (a display name), only those of its host: its own errors, and the outputs of sessions linked
+    to its runs, of commands run on its host by name, or of any session when it is the only log source."""
     from . import named_queries
 
     found: list[Reading] = []
@@ -139,8 +141,13 @@ def readings(con: duckdb.DuckDBPyConnection) -> list[Reading]:
                any_value(c.host)
         FROM tool_calls AS t LEFT JOIN commands AS c USING (call_id)
         LEFT JOIN session_clock AS k ON k.session_id = t.session_id
-        WHERE t.output LIKE '%Mem:%' OR t.output LIKE '%MemAvailable%'
-        GROUP BY t.session_id, t.message_index, t.call_id ORDER BY seen_at""").rows
+        WHERE (t.output LIKE '%Mem:%' OR t.output LIKE '%MemAvailable%') AND ($source IS NULL
+            OR (SELECT count(*) FROM sources WHERE kind = 'log') = 1
+            OR t.session_id IN (SELECT l.session_id FROM links AS l JOIN sources AS s USING (source_id)
+                                WHERE s.display = $source)
+            OR c.host = (SELECT l.host FROM lines AS l JOIN sources AS s USING (source_id)
+                         WHERE s.display = $source AND l.host IS NOT NULL LIMIT 1))
+        GROUP BY t.session_id, t.message_index, t.call_id ORDER BY seen_at""", source=source).rows
     for session, index, _call, at, output, command, host in outputs:
         cited = f"session {session}, message {index}"
         free_command = next((part.strip() for part in re.split(r"[;&|\n]", command or "")
@@ -155,7 +162,8 @@ def readings(con: duckdb.DuckDBPyConnection) -> list[Reading]:
         SELECT h.ts, s.display || ':' || h.line_no, h.free_gb, l.host
         FROM host_cache AS h JOIN sources AS s USING (source_id)
         LEFT JOIN lines AS l ON l.source_id = h.source_id AND l.line_no = h.line_no
-        WHERE h.kind = 'host_memory_short' AND h.free_gb IS NOT NULL ORDER BY h.ts""").rows
+        WHERE h.kind = 'host_memory_short' AND h.free_gb IS NOT NULL AND ($source IS NULL OR s.display = $source)
+        ORDER BY h.ts""", source=source).rows
     for ts, cited, free_gb, host in errors:
         found.append(Reading(free_gb * GB + SGLANG_HOST_RESERVE_BYTES, "SGLang host-memory error", ts, cited, host))
     return sorted(found, key=lambda r: (r.at is None, r.at))
@@ -212,7 +220,7 @@ def audit(con: duckdb.DuckDBPyConnection, source: str, run: int, version: str | 
         "pinned_gb_per_rank": None, "pinned_gb_per_node": None, "host_available_gb": None,
         "host_available_from": None, "host_available_at": None, "fits": None, "findings": [],
     }
-    reading = _reading_for(readings(con), started_at)
+    reading = _reading_for(readings(con, source), started_at)
     if reading is not None:
         result.update(host_available_gb=round(reading.available_gb, 2),
                       host_available_from=f"{reading.origin} ({reading.cited})", host_available_at=str(reading.at))

@@ -427,6 +427,11 @@ def baseline(con: duckdb.DuckDBPyConnection, source: str, run: int) -> Baseline:
     if first is None:
         raise PlanError(f"run {run} of {source} logged no KV pool (it ended before allocating one): plan from a run "
                         "that did")
+    missing = [name for name, column in (("memory before load", "gpu_before_load_gib"),
+                                         ("mem_fraction_static (the server_args dump)", "mem_fraction_static"))
+               if first[column] is None]
+    if missing:
+        raise PlanError(f"run {run} of {source} logged no {' and no '.join(missing)}: SGLang's formula needs it")
     extra = named_queries.fetch(con, """
         WITH r AS (SELECT r.source_id, r.ordinal, c.args FROM runs AS r JOIN sources AS s USING (source_id)
                    LEFT JOIN configs AS c USING (config_id) WHERE s.display = $source AND r.ordinal = $run)

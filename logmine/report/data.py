@@ -107,7 +107,10 @@ def next_configuration(con: duckdb.DuckDBPyConnection, budget: pd.DataFrame) -> 
     if pools.empty:
         return None
     source, run = pools.iloc[-1]["source"], int(pools.iloc[-1]["run"])
-    base = plan.baseline(con, source, run)
+    try:
+        base = plan.baseline(con, source, run)
+    except plan.PlanError:  # a log without the figures the formula needs: the section is left out
+        return None
     audit = host_memory.audit(con, source, run)
     return {"source": source, "run": run, "options": plan.options(base, audit["host_available_gb"]),
             "audit": audit}
