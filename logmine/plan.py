@@ -284,6 +284,7 @@ def predict(base: Baseline, changes: dict[str, Any]) -> dict[str, Any]:
         else round(host["per_rank"].value * GB / GIB, 2),
         "host_cache_gb_per_node": host["per_node"].value,
         "host_cache_gb_total": host["total"].value,
+        "host_cache_gib_total": None if host["total"].value is None else round(host["total"].value * GB / GIB, 2),
         "host_cache_tokens_per_rank": host["tokens"].value,
         "ranks": world, "ranks_per_node": per_node,
         "figures": {"cell_bytes": cell_fig.as_dict(), "kv_tokens_per_rank": tokens_fig.as_dict(),

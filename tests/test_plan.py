@@ -301,3 +301,16 @@ def test_context_length_moves_the_request_table(demo_db: Path) -> None:
     assert table == pytest.approx(2048 * (131072 + 4) * 4 / 2**30, abs=0.001)
     assert longer["headroom_gib_per_rank"] == pytest.approx(8.93 - (table - 3825 * 40964 * 4 / 2**30), abs=0.01)
     assert longer["full_context_requests"] == 2
+
+
+def test_hicache_size_overrides_the_ratio() -> None:
+    base = plan.Baseline(source="s", run=1, ranks=8, before_load_gib=95.58, weights_gib=73.87, after_weights_gib=21.71,
+                         kv_tokens=159277, kv_gib=10.42, attention="MLA", model_dtype="torch.bfloat16",
+                         config={"mem_fraction_static": 0.88, "tp_size": 8, "enable_hierarchical_cache": True,
+                                 "hicache_ratio": 2.0, "hicache_size": 0, "page_size": 64})
+    sized = plan.predict(base, {"hicache_size": 30})
+    assert sized["host_cache_tokens_per_rank"] == int(30e9 // 70272) // 64 * 64
+    assert sized["host_cache_gb_total"] == pytest.approx(8 * sized["host_cache_gb_per_rank"], abs=0.05)
+    assert sized["host_cache_gib_total"] == pytest.approx(sized["host_cache_gb_total"] * 1e9 / 2**30, abs=0.01)
+    small = plan.predict(base, {"hicache_ratio": 0.5})
+    assert any("not larger than the device pool" in line for line in small["outside_formula"])
