@@ -22,7 +22,7 @@ figures and which formula it came from. `predict` and `options` are pure functio
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -480,7 +480,3 @@ def _largest(sizes: str | None) -> int | None:
     numbers = [int(n) for n in sizes.strip("[]").replace(" ", "").split(",") if n.isdigit()]
     return max(numbers) if numbers else None
 
-
-def with_config(base: Baseline, **config: Any) -> Baseline:
-    """`base` with some server args replaced (for tests and what-if chains)."""
-    return replace(base, config={**base.config, **config})
