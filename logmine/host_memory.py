@@ -243,7 +243,10 @@ def audit(con: duckdb.DuckDBPyConnection, source: str, run: int, version: str | 
         result["findings"].append(
             f"the host pools cannot fit: {per_node} ranks x {pinned:.2f} GB = {node_gb:.2f} GB per node, against "
             f"{reading.available_gb:.2f} GB available ({reading.origin}, {reading.cited}) less SGLang's 10 GiB "
-            f"reserve = {budget_gb:.2f} GB")
+            f"reserve = {budget_gb:.2f} GB"
+            + ("; SGLang's own check (one rank's pool against the free memory) passes, so the node is "
+               f"oversubscribed once all {per_node} ranks have pinned theirs" if pinned <= budget_gb < node_gb else
+               ""))
     elif node_gb > 0.9 * budget_gb:
         result["findings"].append(f"the host pools take {node_gb / budget_gb:.0%} of the host's available memory "
                                   f"after SGLang's reserve ({node_gb:.2f} of {budget_gb:.2f} GB)")

@@ -219,6 +219,7 @@ def test_audit_a_pool_over_the_free_memory_free_g_shows(short_host: Path) -> Non
     assert audit["pinned_gb_per_node"] == pytest.approx(4 * round(HOST_GB, 2), abs=0.01)
     assert audit["fits"] is False
     assert "cannot fit" in audit["findings"][0] and "4 ranks" in audit["findings"][0]
+    assert "SGLang's own check (one rank's pool against the free memory) passes" in audit["findings"][0]
 
 
 def test_audit_a_pool_that_fits(tmp_path: Path) -> None:
