@@ -344,7 +344,8 @@ def _host_pool(base: Baseline, new: dict[str, Any], settings: dict[str, Any], to
     per_node, world = ranks_per_node(settings), world_size(settings)
     logged = {"cell bytes": cell, "KV tokens per rank": tokens, "hicache_ratio": ratio, "hicache_size": size}
     return {
-        "tokens": Figure(host_tokens, "tokens per rank", how + f", aligned to page_size {page}", logged),
+        "tokens": Figure(host_tokens, "tokens per rank",
+                         how + f", aligned down to page_size {page} (v0.5.6 on add one page)", logged),
         "per_rank": Figure(round(per_rank, 2), "GB per rank", "host tokens x cell / 1e9 (as SGLang prints it)", logged,
                            None if base.host_cache_gb is None else f"the run logged {base.host_cache_gb} GB"),
         "per_node": Figure(round(per_rank * per_node, 2), "GB per node", f"per rank x {per_node} ranks per node",
