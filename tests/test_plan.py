@@ -315,3 +315,16 @@ def test_hicache_size_overrides_the_ratio() -> None:
     assert sized["host_cache_gib_total"] == pytest.approx(sized["host_cache_gb_total"] * 1e9 / 2**30, abs=0.01)
     small = plan.predict(base, {"hicache_ratio": 0.5})
     assert any("not larger than the device pool" in line for line in small["outside_formula"])
+
+
+def test_a_pool_capped_by_max_total_tokens() -> None:
+    capped = plan.Baseline(source="s", run=1, ranks=2, before_load_gib=78.62, weights_gib=31.04,
+                           after_weights_gib=47.58, kv_tokens=100000, kv_gib=12.21, attention="MHA",
+                           model_dtype="torch.bfloat16", final_available_gib=34.08,
+                           config={"mem_fraction_static": 0.87, "tp_size": 2, "max_total_tokens": 100000})
+    assert plan.predict(capped, {"mem_fraction_static": 0.9})["kv_tokens_per_rank"] == 100000  # still capped
+    freed = plan.predict(capped, {"max_total_tokens": "none"})
+    # The formula's rest: 47.58 - 78.62 x 0.13 = 37.36 GiB over the 131,072 B cell (read from the rounded 12.21 GiB
+    # of 100,000 tokens, so within the GiB figure's rounding).
+    assert within(freed["kv_tokens_per_rank"], int((47.58 - 78.62 * (1 - 0.87)) * 2**30) // 131072, 0.001)
+    assert "the formula's rest" in freed["figures"]["kv_tokens_per_rank"]["formula"]
