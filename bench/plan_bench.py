@@ -15,7 +15,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from logmine import api, plan
+from logmine import api
+from logmine.query import plan
 
 REPO = Path(__file__).resolve().parents[1]
 FIGURES = [("KV tokens", "kv_tokens_per_rank", "kv_tokens"), ("KV GiB", "kv_gib_per_rank", "kv_gib"),

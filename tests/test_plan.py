@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from logmine import api, host_memory, plan
+from logmine import api
+from logmine.query import host_memory, plan
 
 from .conftest import REPO, shared_path
 

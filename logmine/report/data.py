@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 import duckdb
 import pandas as pd
 
-from .. import named_queries
-from ..api import source_names
+from ..query import named_queries
+from ..query.selection import source_names
 from .model import Citation
 
 # Per-run queries, each keyed by the column that holds the run ordinal.
@@ -33,7 +33,7 @@ class ReportData:
     # Every log source of the database by display name -> the name the report gives it (`api.source_names`).
     source_names: dict[str, str]
     claims: pd.DataFrame | None = None
-    # What the next configuration of the last run would cost (`logmine.plan`): its options and host audit.
+    # What the next configuration of the last run would cost (`logmine.query.plan`): its options and host audit.
     next_configuration: dict | None = None
     _evidence: dict[tuple[str, int, str], list[tuple[str, Citation]]] = field(default_factory=dict)
 
@@ -101,7 +101,7 @@ def gather(con: duckdb.DuckDBPyConnection, runs: Sequence[int] | None = None, so
 
 def next_configuration(con: duckdb.DuckDBPyConnection, budget: pd.DataFrame) -> dict | None:
     """The options to more KV capacity of the last reported run that allocated a KV pool, and its host audit."""
-    from .. import host_memory, plan
+    from ..query import host_memory, plan
 
     pools = budget[(budget["rank"] != "all ranks") & budget["kv_tokens"].notna()]
     if pools.empty:

@@ -1,5 +1,5 @@
 """What the next configuration would cost: the standard ways to more KV capacity for the last run, predicted
-from its own figures (`logmine.plan`), and whether its host pools fit the host (`logmine.host_memory`)."""
+from its own figures (`logmine.query.plan`), and whether its host pools fit the host (`logmine.query.host_memory`)."""
 
 from __future__ import annotations
 
