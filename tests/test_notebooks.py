@@ -124,6 +124,9 @@ def test_postmortem_notebook_looks_at_the_run_that_failed(demo_db: Path, monkeyp
     assert "38.65" in out["phases"] and "all ranks" in out["memory"]
     assert "hicache_ratio        2.0        3.0" in out["config-changes"]
     assert "enable_hierarchical_cache': [False, True]" in out["links"]
+    # What the next configuration would cost, from run 2's own figures, and its host pools against the host.
+    assert out["next-config"].startswith("from run 2; host pools: 240.68 GB per node, 98.84 GB available, fits: False")
+    assert "raise mem_fraction_static" in out["next-config"] and "FP8 KV cache" in out["next-config"]
 
 
 def test_postmortem_of_a_run_without_an_exit_line(demo_db: Path, monkeypatch: pytest.MonkeyPatch,
