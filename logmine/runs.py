@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import duckdb
 import pyarrow as pa
 
+from .causes import Cause, find_causes
 from .parsers.sglang_formats import CRASH_KINDS, MARKER_KINDS, PROCESS_END_KINDS
 from .store import append, create_table, execute, typed_table
 
@@ -29,6 +30,10 @@ RUNS_COLUMNS = {
     "end_reason": "VARCHAR", "end_detail": "VARCHAR", "config_id": "VARCHAR", "untimed_markers": "BIGINT",
     "prefill_batches": "BIGINT", "decode_batches": "BIGINT", "http_requests": "BIGINT",
     "last_seen_at": "TIMESTAMP",  # its last stamped line: how far the log goes on a run that never ended
+    "start_line_no": "BIGINT",  # the line `started_at` was read from
+    "ready_from": "VARCHAR",  # what `ready_at` was read from: `ready_line`, else `first_batch` or `first_request`
+    "cause": "VARCHAR", "cause_family": "VARCHAR", "cause_line_no": "BIGINT",  # see causes.py
+    "consequences": "INTEGER", "failed_phase": "VARCHAR",
 }
 # Line kinds counted per run while its lines are read anyway: the runs query would otherwise join
 # millions of batch and access lines to their runs each time it is asked (0.3 s on 2M lines).
@@ -76,6 +81,8 @@ class Run:
     last_ts: object = None
     untimed_markers: int = 0  # start, stop and exit lines with no time of their own (`-o cat` drops systemd's)
     traffic: Counter = field(default_factory=Counter)  # lines of each of TRAFFIC_KINDS
+    first_served: dict = field(default_factory=dict)  # TRAFFIC_KINDS kind -> its first line's time
+    first_stamped: int | None = None  # the first line with a time of its own
 
     def first(self, *kinds: str) -> Marker | None:
         return next((m for m in self.markers if m.kind in kinds), None)
@@ -93,7 +100,8 @@ def rebuild_runs(con: duckdb.DuckDBPyConnection) -> None:
     all_runs, diffs = [], []
     for source_id, envelope in sources:
         runs = segment(con, source_id, envelope)
-        rows = [describe_run(r, i + 1, i + 1 == len(runs)) for i, r in enumerate(runs)]
+        causes = find_causes(con, source_id, [(r.first_line_no, r.last_line_no) for r in runs])
+        rows = [describe_run(r, i + 1, i + 1 == len(runs), c) for i, (r, c) in enumerate(zip(runs, causes, strict=True))]
         attach_configs(con, source_id, rows, configs)
         all_runs += rows
         diffs += config_diffs(source_id, rows, configs)
@@ -162,9 +170,9 @@ def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None
     # at half the cost of evaluating the filters on every line (0.09 against 0.21 s CPU on 2M lines).
     # A traceback's lines carry no stamp of their own in plain logs, and say nothing of when a run began.
     untimed_kinds = {kind for kind in MARKER_KINDS if kind != "error"}
-    for index, pid, kind, server_line, count, first_ts, last_ts, untimed in execute(con, f"""
+    for index, pid, kind, server_line, count, first_ts, last_ts, untimed, stamped in execute(con, f"""
             SELECT s.run_index, l.pid, l.kind, {SERVER_PID_LINE}, count(*), min({own_ts}), max({own_ts}),
-                   count(*) FILTER (WHERE {own_ts} IS NULL)
+                   count(*) FILTER (WHERE {own_ts} IS NULL), min(l.line_no) FILTER (WHERE {own_ts} IS NOT NULL)
             FROM lines AS l {join}
             WHERE l.source_id = $source
             GROUP BY ALL""", bounds):
@@ -175,6 +183,8 @@ def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None
             current.untimed_markers += untimed
         if kind in TRAFFIC_KINDS:
             current.traffic[kind] += count
+            current.first_served[kind] = _extreme(min, current.first_served.get(kind), first_ts)
+        current.first_stamped = _extreme(min, current.first_stamped, stamped)
         current.first_ts = _extreme(min, current.first_ts, first_ts)
         current.last_ts = _extreme(max, current.last_ts, last_ts)
     if len(runs) > 1 and not runs[0].markers and not runs[0].pids:
@@ -182,6 +192,7 @@ def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None
         runs[1].first_line_no = runs[0].first_line_no
         runs[1].untimed_markers += runs[0].untimed_markers
         runs[1].traffic.update(runs[0].traffic)
+        runs[1].first_stamped = _extreme(min, runs[0].first_stamped, runs[1].first_stamped)
         runs = runs[1:]
     return runs
 
@@ -249,12 +260,13 @@ def run_starts(markers: list[Marker], pid_launches: set[int], first_line: int) -
     return starts
 
 
-def describe_run(r: Run, ordinal: int, is_last: bool) -> dict[str, object]:
+def describe_run(r: Run, ordinal: int, is_last: bool, cause: Cause | None = None) -> dict[str, object]:
+    cause = cause or Cause()
     started = r.first("systemd_started")
-    ready = r.first("server_ready")
+    ready_at, ready_from = ready_time(r)
     exited = r.first("systemd_main_exited")
     stopped = r.first("systemd_stopped", "systemd_deactivated")
-    reason, detail = end_reason(r, is_last)
+    reason, detail = end_reason(r, is_last, cause, ready_at is not None)
     ended_at = next((m.ts for m in (exited, stopped) if m is not None and m.ts is not None), None)
     if ended_at is None and reason != "running":
         ended_at = r.last_ts
@@ -262,17 +274,43 @@ def describe_run(r: Run, ordinal: int, is_last: bool) -> dict[str, object]:
     if pid is None:
         uvicorn = r.first("uvicorn_started")
         pid = uvicorn.server_pid if uvicorn else None
+    from_systemd = started is not None and started.ts is not None
+    # The cause is named for a run that died; a run stopped on purpose keeps only its first error's line.
+    died = reason in ("failed", "crashed") or (reason == "ended" and cause.sign is not None)
+    sign = cause.sign if died else None
     return {
         "source_id": r.source_id, "ordinal": ordinal, "first_line_no": r.first_line_no,
-        "last_line_no": r.last_line_no, "pid": pid, "started_at": started.ts if started and started.ts else r.first_ts,
-        "ready_at": ready.ts if ready else None, "ended_at": ended_at, "end_reason": reason,
+        "last_line_no": r.last_line_no, "pid": pid, "started_at": started.ts if from_systemd else r.first_ts,
+        "ready_at": ready_at, "ended_at": ended_at, "end_reason": reason,
         "end_detail": detail, "config_id": None, "untimed_markers": r.untimed_markers,
         **{column: r.traffic[kind] for kind, column in TRAFFIC_KINDS.items()}, "last_seen_at": r.last_ts,
+        "start_line_no": started.line_no if from_systemd else r.first_stamped, "ready_from": ready_from,
+        "cause": sign.text if sign else None, "cause_family": sign.family if sign else None,
+        "cause_line_no": sign.line_no if sign else None,
+        "consequences": len(cause.consequences) if sign else None,
+        "failed_phase": cause.failed_phase if reason in ("failed", "ended") and ready_at is None else None,
     }
 
 
-def end_reason(r: Run, is_last: bool) -> tuple[str, str | None]:
-    """restarted, stopped, crashed (died after ready), failed (died while starting) or running."""
+def ready_time(r: Run) -> tuple[object, str | None]:
+    """When the run was ready, and what says so: SGLang's ready line, else (a second node, a decode worker
+    of a prefill/decode split, which never print one) its first served batch or request."""
+    ready = r.first("server_ready")
+    if ready is not None:
+        return ready.ts, "ready_line"
+    batches = [r.first_served.get(k) for k in ("prefill_batch", "decode_batch")]
+    batch = _extreme(min, *batches)
+    if batch is not None:
+        return batch, "first_batch"
+    request = r.first_served.get("http_request")
+    return (request, "first_request") if request is not None else (None, None)
+
+
+def end_reason(r: Run, is_last: bool, cause: Cause | None = None, was_ready: bool | None = None) -> tuple[str, str | None]:
+    """restarted, stopped, crashed (died after ready), failed (died while starting), ended (the process
+    ended, as exit-time warnings or a later launch show, with no line saying how) or running."""
+    cause = cause or Cause()
+    was_ready = r.has("server_ready") if was_ready is None else was_ready
     exited = r.first("systemd_main_exited")
     detail = exited.exit_text() if exited else None
     if r.has("systemd_stopping"):
@@ -280,15 +318,22 @@ def end_reason(r: Run, is_last: bool) -> tuple[str, str | None]:
         return ("stopped" if is_last else "restarted"), detail or "systemctl stop"
     crash = next((m for m in r.markers if m.kind in CRASH_KINDS), None)
     failed_exit = exited is not None and (exited.exit_status or "").split("/")[0] != "0"
-    if crash or failed_exit or r.has("systemd_failed_result"):
-        why = detail or (crash.kind if crash else None)
-        return ("crashed" if r.has("server_ready") else "failed"), why
+    died = cause.sign is not None and cause.sign.source in ("error", "line")
+    if crash or failed_exit or r.has("systemd_failed_result") or died:
+        why = cause.words() or (crash.kind if crash else None)
+        why = "; ".join(w for w in (why, detail) if w) or None
+        return ("crashed" if was_ready else "failed"), why
     if r.has("sigterm"):
         return ("stopped" if is_last else "restarted"), "SIGTERM"
     if not is_last:
-        return "restarted", None
+        # A later launch ended this one: say so where no line of it said how.
+        if under_systemd(r.markers) or any(m.kind in PROCESS_END_KINDS for m in r.markers):
+            return "restarted", None
+        return "ended", "no shutdown line"
     if exited or r.has("systemd_stopped", "systemd_deactivated"):
         return "stopped", detail
+    if cause.exit_trace is not None:
+        return "ended", "no shutdown line; exit-time warnings show the process was ended"
     return "running", None
 
 
