@@ -21,6 +21,7 @@ import duckdb
 import pyarrow as pa
 
 from .causes import Cause, find_causes
+from .parsers import failure_families
 from .parsers.sglang_formats import CRASH_KINDS, MARKER_KINDS, PROCESS_END_KINDS
 from .store import append, create_table, execute, typed_table
 
@@ -151,7 +152,11 @@ def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None
     extent = execute(con, "SELECT min(line_no), max(line_no), max(ts) FROM lines WHERE source_id = ?", [source_id])[0]
     if extent[0] is None:
         return []
+    if not under_systemd(markers):
+        markers = sorted(markers + launch_failures(con, source_id), key=lambda m: m.line_no)
     boundaries = run_starts(markers, launch_starts(lifetimes), extent[0])
+    if not under_systemd(markers):
+        boundaries = first_lines_of_launches(con, source_id, boundaries, markers)
     runs = [Run(source_id, b) for b in boundaries]
     for current, following in zip(runs, runs[1:] + [None], strict=True):
         current.last_line_no = following.first_line_no - 1 if following else extent[1]
@@ -203,6 +208,47 @@ def _extreme(pick: Callable, *values: object) -> object:
     return pick(present) if present else None
 
 
+def launch_failures(con: duckdb.DuckDBPyConnection, source_id: int) -> list[Marker]:
+    """A `launch_failure` marker at each traceback of a launch that died before its `server_args` dump."""
+    return [Marker(line_no, "launch_failure", ts, None, None, None, None) for line_no, ts in execute(con, """
+        SELECT first_line_no, ts FROM errors
+        WHERE source_id = ? AND origin IS NULL AND regexp_matches(text, ?) AND NOT regexp_matches(text, ?)
+        ORDER BY first_line_no""", [source_id, failure_families.LAUNCHER_FRAME, failure_families.SERVER_STARTED_FRAME])]
+
+
+# Walking back from a launch's dump or failure to the first line its process printed: the lines that can
+# only be the previous process's stop the walk.
+PREVIOUS_PROCESS_KINDS = ("error", "traceback", "server_args", "server_ready", *TRAFFIC_KINDS,
+                          "uvicorn_started", "uvicorn_startup", "uvicorn_running", "uvicorn_finished", *CRASH_KINDS,
+                          *PROCESS_END_KINDS, "sigterm", "graceful_exit", "systemd_starting", "systemd_started")
+PREAMBLE_MAX_LINES = 2000
+
+
+def first_lines_of_launches(con: duckdb.DuckDBPyConnection, source_id: int, starts: list[int],
+                            markers: list[Marker]) -> list[int]:
+    """Move each run start found at a `server_args` dump or a launch's failure back to the first line the
+    new process printed: the lines before it (imports, warnings, downloads, the command line) are the
+    new launch's, back to the last line that is surely the previous process's (a ranked line, a traceback,
+    traffic, a shutdown line, an exit-time warning)."""
+    kinds = {m.line_no: m.kind for m in markers}
+    moved = list(starts)
+    for i in range(1, len(starts)):
+        if kinds.get(starts[i]) not in ("server_args", "launch_failure"):
+            continue
+        floor = max(moved[i - 1] + 1, starts[i] - PREAMBLE_MAX_LINES)
+        last_previous = execute(con, f"""
+            SELECT max(line_no) FROM lines
+            WHERE source_id = ? AND line_no >= ? AND line_no < ?
+              AND (coalesce(dp, pp, attn_cp, moe_dp, tp, ep) IS NOT NULL
+                   OR kind IN ({', '.join('?' for _ in PREVIOUS_PROCESS_KINDS)})
+                   OR regexp_matches(message, ?))""",
+            [source_id, floor, starts[i], *PREVIOUS_PROCESS_KINDS, failure_families.EXIT_TRACE])[0][0]
+        start = (last_previous + 1) if last_previous is not None else floor
+        # Blank lines after the previous process's last line are still its.
+        moved[i] = min(start, starts[i])
+    return [line for i, line in enumerate(moved) if i == 0 or line > moved[i - 1]]
+
+
 def under_systemd(markers: list[Marker]) -> bool:
     """Whether the server was started by a systemd unit (whose start lines are in the source)."""
     return any(m.kind in ("systemd_starting", "systemd_started") for m in markers)
@@ -234,7 +280,7 @@ def run_starts(markers: list[Marker], pid_launches: set[int], first_line: int) -
     has_systemd = under_systemd(markers)
     starts = [first_line]
     previous_systemd = None
-    run_has_args = run_has_ended = False
+    run_has_args = run_has_ended = run_launch_failed = False
     events = [(m.line_no, m.kind) for m in markers] + [(line, "launch") for line in pid_launches]
     for line_no, kind in sorted(events):
         new_run = False
@@ -246,13 +292,18 @@ def run_starts(markers: list[Marker], pid_launches: set[int], first_line: int) -
         elif kind == "launch":
             new_run = True
         elif kind == "server_args":
-            new_run = run_has_args
+            new_run = run_has_args or run_launch_failed
+        elif kind == "launch_failure":
+            # A launch that died before its dump is a run of its own, unless it is the run under way's.
+            new_run = run_has_args or run_has_ended or run_launch_failed
+            run_launch_failed = True
         elif kind == "uvicorn_started":
             new_run = run_has_ended
         elif kind in PROCESS_END_KINDS:
             run_has_ended = True
         if new_run:
             run_has_args, run_has_ended = kind == "server_args", False
+            run_launch_failed = kind == "launch_failure"
             if line_no > starts[-1]:
                 starts.append(line_no)
         elif kind == "server_args":

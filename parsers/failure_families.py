@@ -121,3 +121,23 @@ EXIT_TRACE_EXAMPLES = (
     "/usr/lib/python3.12/multiprocessing/resource_tracker.py:279: UserWarning: resource_tracker: There appear "
     "to be 1 leaked semaphore objects to clean up at shutdown",
 )
+
+# A launch that died before it logged its `server_args` dump (an import error, a bad argument or model
+# config read while the arguments are prepared) leaves only a traceback through the launcher's module
+# code that never reached the server's own start (`launch_server(server_args)`, the engine's subprocesses).
+# Such a traceback is a launch of its own.
+LAUNCHER_FRAME = (r'launch_server\.py", line \d+, in <module>|sglang/cli/\w+\.py", line \d+, in'
+                  r'|sglang/__main__\.py", line \d+, in <module>')
+SERVER_STARTED_FRAME = r'line \d+, in (?:launch_server|_launch_subprocesses|launch_engine|run_server|serve)\b|uvicorn'
+LAUNCH_TRACEBACK_EXAMPLE = """Traceback (most recent call last):
+  File "<frozen runpy>", line 198, in _run_module_as_main
+  File "<frozen runpy>", line 88, in _run_code
+  File "/usr/local/lib/python3.12/dist-packages/sglang/launch_server.py", line 7, in <module>
+    from sglang.srt.entrypoints.http_server import launch_server
+ModuleNotFoundError: No module named 'sgl_kernel'"""
+SERVER_TRACEBACK_EXAMPLE = """Traceback (most recent call last):
+  File "/usr/local/lib/python3.12/dist-packages/sglang/launch_server.py", line 32, in <module>
+    launch_server(server_args)
+  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/entrypoints/http_server.py", line 1195, in launch_server
+    tokenizer_manager, template_manager, scheduler_info = _launch_subprocesses(
+Exception: Initialization failed. Please see the error messages above."""

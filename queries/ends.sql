@@ -5,10 +5,13 @@
 -- dead ranks, exit codes, watchdog), systemd's verdicts on the unit (a main process that exited with
 -- a signal or a non-zero status, `Failed with result`, stop timeouts, kills, the OOM killer, start
 -- limits) and `stopped_while_loading`: a stop or restart issued before the server was ready, which is
--- an operator's action and not a crash. When an agent transcript is ingested, `agent_command` is the
+-- an operator's action and not a crash. `role` is `cause` on the run's root cause (its first decisive
+-- failure, see `runs.cause`; a library's fatal line outside any traceback, such as NVSHMEM's, is a row of
+-- kind `fatal_line`, and an exit-time warning of a run killed from outside one of kind `exit_trace`) and
+-- `consequence` on every sign after it; `family` is the cause's failure family. When an agent transcript is ingested, `agent_command` is the
 -- shell command (systemctl restart/stop/kill) the agent started in the minute before the unit was
 -- stopped, with its session and message, in the journal's local time (offset from `session_clock`).
--- Columns: source, run, kind, detail, evidence, agent_command
+-- Columns: source, run, kind, role, detail, evidence, agent_command
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
 WITH selected AS (
     SELECT r.*, s.display AS source FROM runs AS r JOIN sources AS s USING (source_id)
@@ -51,9 +54,25 @@ stopped_loading AS (
     FROM stops AS st JOIN selected AS sel ON sel.source_id = st.source_id AND sel.ordinal = st.run
     WHERE sel.ready_at IS NULL
 ),
-signs AS (
+known_signs AS (
     SELECT * FROM tracebacks UNION ALL SELECT * FROM shutdown UNION ALL SELECT * FROM verdicts
     UNION ALL SELECT * FROM stopped_loading
+),
+cause_lines AS (
+    -- A cause no other sign shows: a library's fatal line, or the exit-time warning of a killed run.
+    SELECT sel.source_id, sel.ordinal AS run, l.ts,
+           CASE WHEN sel.cause_family = 'killed' AND sel.end_reason = 'ended' THEN 'exit_trace' ELSE 'fatal_line' END
+               AS kind,
+           sel.cause AS detail, '' AS rank, sel.cause_line_no AS line_no, sel.cause_line_no AS last_line_no,
+           NULL AS text
+    FROM selected AS sel
+    LEFT JOIN lines AS l ON l.source_id = sel.source_id AND l.line_no = sel.cause_line_no
+    WHERE sel.cause_line_no IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM known_signs AS k WHERE k.source_id = sel.source_id AND k.run = sel.ordinal
+                                                      AND k.line_no = sel.cause_line_no)
+),
+signs AS (
+    SELECT * FROM known_signs UNION ALL SELECT * FROM cause_lines
 ),
 agent_stops AS (
     SELECT c.session_id, c.message_index, c.call_id, c.command,
@@ -82,6 +101,9 @@ SELECT
     coalesce(sig.text, l.message) AS text,
     sel.end_reason AS run_end_reason,
     sel.ready_at IS NOT NULL AS was_ready,
+    CASE WHEN sig.line_no = sel.cause_line_no THEN 'cause'
+         WHEN sig.line_no > sel.cause_line_no THEN 'consequence' END AS role,
+    CASE WHEN sig.line_no = sel.cause_line_no THEN sel.cause_family END AS family,
     cb.session,
     cb.message_index,
     cb.agent_command
