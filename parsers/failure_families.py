@@ -47,7 +47,8 @@ FAMILIES: tuple[Family, ...] = (
            r"|nvshmem|NVSHMEM|building transport map failed|is not accessible, exiting"
            r"|init failed for transport|Unable to initialize any transports|HCCL|hccl|RCCL|rccl"
            r"|Gloo connectFullMesh failed|Connection refused.*(?:init_process_group|TCPStore|rendezvous)"
-           r"|DeepEP|deep_ep.*(?:failed|error)|mooncake.*(?:failed|error)|Failed to (?:connect|bootstrap)",
+           r"|DeepEP|deep_ep.*(?:failed|error)|[Mm]ooncake.*(?:failed|error)|KV transfer\b.*failed"
+           r"|Failed to (?:connect|bootstrap)",
            ("/sgl-workspace/nvshmem/src/host/topo/topo.cpp:469: [GPU 1] Peer GPU 0 is not accessible, exiting ...",
             "/sgl-workspace/nvshmem/src/host/init/init.cu:998: non-zero status: 3 building transport map failed",
             "/sgl-workspace/nvshmem/src/host/transport/transport.cpp:nvshmemi_transport_init:275: "
