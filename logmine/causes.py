@@ -27,7 +27,7 @@ SYSTEMD_SIGNS = ("systemd_oom_kill",)
 # The start-up phases, each entered at the first line of one of these kinds (in the order a start goes
 # through them), named as load-time and the report name them.
 PHASES = (("init_distributed_begin", "distributed init"), ("load_weight_begin", "weights"),
-          ("load_weight_end", "KV pool"), ("kv_cache_allocated", "KV pool"), ("memory_pool_end", "memory pool end"),
+          ("load_weight_end", "KV pool"), ("kv_cache_allocated", "KV pool"), ("memory_pool_end", "after KV pool"),
           ("hicache_host_alloc", "HiCache host pool"), ("cuda_graph_begin", "CUDA graphs"),
           ("cuda_graph_end", "after CUDA graphs"), ("uvicorn_started", "warmup"), ("warmup", "warmup"))
 PHASE_KINDS = tuple(kind for kind, _ in PHASES)
@@ -60,6 +60,23 @@ class Cause:
             return None
         family = family_words(self.sign.family)
         return f"{family}: {self.sign.text}" if family else self.sign.text
+
+
+# How a sentence says a run died in a phase: `while capturing CUDA graphs (at bs 8)`.
+PHASE_WORDS = {"distributed init": "during distributed init", "weights": "while loading weights",
+               "KV pool": "while allocating the KV pool", "after KV pool": "after allocating the KV pool",
+               "HiCache host pool": "while allocating the HiCache host pool",
+               "CUDA graphs": "while capturing CUDA graphs", "after CUDA graphs": "after capturing CUDA graphs",
+               "warmup": "during warmup"}
+
+
+def phase_words(phase: str | None) -> str | None:
+    """`while capturing CUDA graphs (at bs 8)` for `CUDA graphs at bs 8`; None for no phase."""
+    if not phase:
+        return None
+    base, _, at = phase.partition(" at ")
+    words = PHASE_WORDS.get(base, f"in {base}")
+    return f"{words} (at {at})" if at else words
 
 
 def family_words(name: str | None) -> str | None:
@@ -143,11 +160,15 @@ def read_signs(con: duckdb.DuckDBPyConnection, source_id: int) -> list[Sign]:
         text = strip_prefix(row["message"])
         signs.append(Sign(row["line_no"], row["line_no"], row["ts"], rank_label(row), text, "line",
                           family_of(text)))
+    # A shutdown line inside a traceback (`RuntimeError: Not enough memory ...`) is that error's, not a sign.
+    inside_errors = [(s.line_no, s.last_line_no) for s in signs]
     for row in dict_rows(con, f"""
             SELECT line_no, l.ts, l.dp, l.pp, l.tp, l.ep, e.kind, l.message FROM shutdown_events AS e
             JOIN lines AS l USING (source_id, line_no)
             WHERE source_id = ? AND e.kind IN ({', '.join('?' for _ in SHUTDOWN_SIGNS)})""",
             [source_id, *SHUTDOWN_SIGNS]):
+        if any(first <= row["line_no"] <= last for first, last in inside_errors):
+            continue
         text = strip_prefix(row["message"])
         sign = Sign(row["line_no"], row["line_no"], row["ts"], rank_label(row), text, "shutdown", family_of(text))
         sign.consequence = row["kind"] in ("sigquit", "rank_dead", "exit_code") or bool(CONSEQUENCE.search(text))

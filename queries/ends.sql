@@ -28,7 +28,10 @@ shutdown AS (
     SELECT source_id, run, ts, kind, concat_ws(' ', signal, trim(detail), 'exit code ' || exit_code,
                                                'child ' || child, 'remaining requests ' || remaining_requests) AS detail,
            rank, line_no, line_no AS last_line_no, NULL AS text
-    FROM shutdown_events_by_run
+    FROM shutdown_events_by_run AS d
+    -- A shutdown line inside a traceback (`RuntimeError: Not enough memory ...`) is shown with it.
+    WHERE NOT EXISTS (SELECT 1 FROM errors AS e WHERE e.source_id = d.source_id
+                                                  AND d.line_no BETWEEN e.first_line_no AND e.last_line_no)
 ),
 verdicts AS (
     SELECT source_id, run, ts, kind,

@@ -7,7 +7,7 @@ import pandas as pd
 from .common import of_run, run_name, run_rows
 from .data import ReportData
 from .model import Folded, Heading, Section, Text
-from ..causes import family_words
+from ..causes import family_words, phase_words
 from .words import first_upper, missing, plural, quote
 
 # What a server was doing after the last start-up milestone it logged.
@@ -29,11 +29,11 @@ def cause_story(data: ReportData, run: pd.Series, ends: pd.DataFrame) -> Text | 
     if run["end_reason"] == "ended":
         words = "ended with no shutdown line: killed from outside, as its exit-time warnings show"
     else:
-        when = "while starting" if missing(run["ready_at"]) else "after it was ready"
-        phase = f", in {run['failed_phase']}" if not missing(run.get("failed_phase")) else ""
+        when = "after it was ready" if not missing(run["ready_at"]) else (
+            phase_words(run["failed_phase"]) if not missing(run.get("failed_phase")) else "while starting")
         rank = f" on {cause['rank'].iloc[0]}" if not cause.empty and cause["rank"].iloc[0] else ""
         what = f"{family} failure" if family else "error"
-        words = f"{run['end_reason']} {when}{phase}: {what}{rank}, “{quote(run['cause'], 200).rstrip('.')}”"
+        words = f"{run['end_reason']} {when}: {what}{rank}, “{quote(run['cause'], 200).rstrip('.')}”"
     if line_no is not None:
         words += f" (line {line_no})"
     followed = ends[ends["role"] == "consequence"]
