@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import duckdb
 import pyarrow as pa
 
-from .causes import Cause, find_causes
+from .causes import Cause, Sign, find_causes
 from .parsers import failure_families
 from .parsers.sglang_formats import CRASH_KINDS, MARKER_KINDS, PROCESS_END_KINDS
 from .store import append, create_table, execute, typed_table
@@ -40,6 +40,10 @@ RUNS_COLUMNS = {
 # millions of batch and access lines to their runs each time it is asked (0.3 s on 2M lines).
 TRAFFIC_KINDS = {"prefill_batch": "prefill_batches", "decode_batch": "decode_batches", "http_request": "http_requests"}
 CONFIG_COLUMNS = {"config_id": "VARCHAR", "args": "JSON", "n_args": "INTEGER"}
+# Every sign of a failure in each run (see causes.py): its root cause and what followed from it.
+SIGN_COLUMNS = {"source_id": "INTEGER", "run": "INTEGER", "line_no": "BIGINT", "last_line_no": "BIGINT",
+                "ts": "TIMESTAMP", "rank": "VARCHAR", "origin": "VARCHAR", "family": "VARCHAR", "role": "VARCHAR",
+                "text": "VARCHAR"}
 DIFF_COLUMNS = {"source_id": "INTEGER", "from_run": "INTEGER", "to_run": "INTEGER", "key": "VARCHAR",
                 "old": "JSON", "new": "JSON"}
 
@@ -93,16 +97,20 @@ class Run:
 
 
 def rebuild_runs(con: duckdb.DuckDBPyConnection) -> None:
-    for name, columns in (("runs", RUNS_COLUMNS), ("configs", CONFIG_COLUMNS), ("config_diffs", DIFF_COLUMNS)):
+    for name, columns in (("runs", RUNS_COLUMNS), ("configs", CONFIG_COLUMNS), ("config_diffs", DIFF_COLUMNS),
+                          ("failure_signs", SIGN_COLUMNS)):
         execute(con, f'DROP TABLE IF EXISTS "{name}"')
         create_table(con, name, columns)
     sources = execute(con, "SELECT source_id, envelope FROM sources WHERE kind = 'log' ORDER BY source_id")
     configs: dict[str, tuple[str, int]] = {}
-    all_runs, diffs = [], []
+    all_runs, diffs, signs = [], [], []
     for source_id, envelope in sources:
         runs = segment(con, source_id, envelope)
         causes = find_causes(con, source_id, [(r.first_line_no, r.last_line_no) for r in runs])
         rows = [describe_run(r, i + 1, i + 1 == len(runs), c) for i, (r, c) in enumerate(zip(runs, causes, strict=True))]
+        signs += [sign_row(source_id, row["ordinal"], sign, "cause" if sign is c.sign else "consequence")
+                  for row, c in zip(rows, causes, strict=True) if row["cause_line_no"] is not None
+                  for sign in [c.sign, *c.consequences]]
         attach_configs(con, source_id, rows, configs)
         all_runs += rows
         diffs += config_diffs(source_id, rows, configs)
@@ -110,6 +118,13 @@ def rebuild_runs(con: duckdb.DuckDBPyConnection) -> None:
     insert_rows(con, "configs", CONFIG_COLUMNS,
                 [{"config_id": c, "args": args, "n_args": n} for c, (args, n) in configs.items()])
     insert_rows(con, "config_diffs", DIFF_COLUMNS, diffs)
+    insert_rows(con, "failure_signs", SIGN_COLUMNS, signs)
+
+
+def sign_row(source_id: int, run: int, sign: Sign, role: str) -> dict[str, object]:
+    return {"source_id": source_id, "run": run, "line_no": sign.line_no, "last_line_no": sign.last_line_no,
+            "ts": sign.ts, "rank": sign.rank, "origin": sign.source, "family": sign.family, "role": role,
+            "text": sign.text}
 
 
 def insert_rows(con: duckdb.DuckDBPyConnection, table: str, columns: dict[str, str], rows: list[dict]) -> None:

@@ -62,17 +62,12 @@ known_signs AS (
     UNION ALL SELECT * FROM stopped_loading
 ),
 cause_lines AS (
-    -- A cause no other sign shows: a library's fatal line, or the exit-time warning of a killed run.
-    SELECT sel.source_id, sel.ordinal AS run, l.ts,
-           CASE WHEN sel.cause_family = 'killed' AND sel.end_reason = 'ended' THEN 'exit_trace' ELSE 'fatal_line' END
-               AS kind,
-           sel.cause AS detail, '' AS rank, sel.cause_line_no AS line_no, sel.cause_line_no AS last_line_no,
-           NULL AS text
-    FROM selected AS sel
-    LEFT JOIN lines AS l ON l.source_id = sel.source_id AND l.line_no = sel.cause_line_no
-    WHERE sel.cause_line_no IS NOT NULL
-      AND NOT EXISTS (SELECT 1 FROM known_signs AS k WHERE k.source_id = sel.source_id AND k.run = sel.ordinal
-                                                      AND k.line_no = sel.cause_line_no)
+    -- Signs no other row shows: a library's fatal lines (NVSHMEM's, on every rank), or the exit-time warning
+    -- of a run killed from outside (see `failure_signs`).
+    SELECT f.source_id, f.run, f.ts, CASE f.origin WHEN 'exit' THEN 'exit_trace' ELSE 'fatal_line' END AS kind,
+           f.text AS detail, f.rank, f.line_no, f.last_line_no, NULL AS text
+    FROM failure_signs AS f JOIN selected AS sel ON sel.source_id = f.source_id AND sel.ordinal = f.run
+    WHERE f.origin IN ('line', 'exit')
 ),
 signs AS (
     SELECT * FROM known_signs UNION ALL SELECT * FROM cause_lines

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pandas as pd
 
 from .common import of_run, run_name, run_rows
@@ -38,7 +40,8 @@ def cause_story(data: ReportData, run: pd.Series, ends: pd.DataFrame) -> Text | 
         words += f" (line {line_no})"
     followed = ends[ends["role"] == "consequence"]
     if not followed.empty:
-        kinds = ", ".join(dict.fromkeys(consequence_name(r) for _, r in followed.iterrows()))
+        counted = Counter(consequence_name(r) for _, r in followed.iterrows())
+        kinds = ", ".join(name if n == 1 else f"{name} ×{n}" for name, n in counted.items())
         words += f"; what followed from it ({plural(len(followed), 'sign')}: {quote(kinds, 160)}) is folded below"
     cites = [data.cite_line(source, line_no, cause["text"].iloc[0])] if line_no is not None else []
     return Text(words, cites)
@@ -46,6 +49,8 @@ def cause_story(data: ReportData, run: pd.Series, ends: pd.DataFrame) -> Text | 
 
 def consequence_name(row: pd.Series) -> str:
     """A few words for a sign that followed the cause: `EOFError`, `sigquit`, `rank dead`."""
+    if row["kind"] == "fatal_line":
+        return "fatal library line"
     if row["kind"] in CRASH_KINDS:
         return str(row["detail"] or row["kind"]).split(": ")[0].strip() or row["kind"]
     return row["kind"].replace("_", " ")

@@ -43,7 +43,10 @@ def source_summary(data: ReportData, source: str, runs: list[pd.Series]) -> list
         if missing(run["ready_at"]):
             sentences.append(Text(f"{name} never became ready: it {story.words}.", story.cites))
         else:
-            sentences.append(Text(f"{name} was ready after {seconds(run['load_seconds'])} and {story.words}.",
+            # A node or decode worker that never prints SGLang's ready line is ready at what it first served.
+            by = {"first_batch": " (at its first batch: it logs no ready line)",
+                  "first_request": " (at its first request: it logs no ready line)"}.get(run.get("ready_from"), "")
+            sentences.append(Text(f"{name} was ready after {seconds(run['load_seconds'])}{by} and {story.words}.",
                                   data.cite(source, ordinal, "ready") + story.cites))
     diffs = data.config_diffs[data.config_diffs["source"] == source]
     for to_run, changed in diffs.groupby("to_run", sort=False):
