@@ -53,6 +53,7 @@ class Cause:
     consequences: list[Sign] = field(default_factory=list)
     exit_trace: int | None = None  # the line of an exit-time warning, when the process ended unannounced
     failed_phase: str | None = None
+    harness_lines: set[int] = field(default_factory=set)  # a test harness's tracebacks: no sign of the server's
 
     def words(self) -> str | None:
         """`communication set-up: <line>`; None without a cause."""
@@ -105,11 +106,13 @@ def find_causes(con: duckdb.DuckDBPyConnection, source_id: int, bounds: list[tup
         [source_id, *PHASE_KINDS])
     graph_lines = execute(con, """
         SELECT line_no, message FROM lines
-        WHERE source_id = ? AND kind = 'progress' AND message LIKE '%Capturing %' ORDER BY line_no""", [source_id])
+        WHERE source_id = ? AND message LIKE '%Capturing %' ORDER BY line_no""", [source_id])
+    # (any kind: the bar a crash interrupts shares its line with the crash's first words)
+    harness = harness_errors(con, source_id)
     causes = []
     for first, last in bounds:
         inside = [s for s in signs if first <= s.line_no <= last]
-        cause = Cause()
+        cause = Cause(harness_lines={n for n in harness if first <= n <= last})
         decisive = [s for s in inside if not s.consequence]
         cause.sign = decisive[0] if decisive else (inside[0] if inside else None)
         cause.consequences = [s for s in inside if s is not cause.sign]
@@ -142,11 +145,17 @@ def phase_at(milestones: list[tuple[int, str]], graph_lines: list[tuple[int, str
     return phase
 
 
+def harness_errors(con: duckdb.DuckDBPyConnection, source_id: int) -> set[int]:
+    """The first lines of a test harness's tracebacks (see `failure_families.HARNESS_FRAME`)."""
+    return {row[0] for row in execute(con, "SELECT first_line_no FROM errors WHERE source_id = ? "
+                                      "AND regexp_matches(text, ?)", [source_id, families.HARNESS_FRAME])}
+
+
 def read_signs(con: duckdb.DuckDBPyConnection, source_id: int) -> list[Sign]:
     signs = []
     for row in dict_rows(con, """
             SELECT first_line_no, last_line_no, ts, dp, pp, tp, ep, last_line, text FROM errors
-            WHERE source_id = ?""", [source_id]):
+            WHERE source_id = ? AND NOT regexp_matches(text, ?)""", [source_id, families.HARNESS_FRAME]):
         headline = row["last_line"] or ""
         sign = Sign(row["first_line_no"], row["last_line_no"], row["ts"], rank_label(row), headline, "error")
         sign.consequence = bool(CONSEQUENCE.search(headline))

@@ -107,7 +107,8 @@ def rebuild_runs(con: duckdb.DuckDBPyConnection) -> None:
     for source_id, envelope in sources:
         runs = segment(con, source_id, envelope)
         causes = find_causes(con, source_id, [(r.first_line_no, r.last_line_no) for r in runs])
-        rows = [describe_run(r, i + 1, i + 1 == len(runs), c) for i, (r, c) in enumerate(zip(runs, causes, strict=True))]
+        rows = [describe_run(r, i + 1, i + 1 == len(runs), c)
+                for i, (r, c) in enumerate(zip(runs, causes, strict=True))]
         signs += [sign_row(source_id, row["ordinal"], sign, "cause" if sign is c.sign else "consequence")
                   for row, c in zip(rows, causes, strict=True) if row["cause_line_no"] is not None
                   for sign in [c.sign, *c.consequences]]
@@ -372,7 +373,8 @@ def ready_time(r: Run) -> tuple[object, str | None]:
     return (request, "first_request") if request is not None else (None, None)
 
 
-def end_reason(r: Run, is_last: bool, cause: Cause | None = None, was_ready: bool | None = None) -> tuple[str, str | None]:
+def end_reason(r: Run, is_last: bool, cause: Cause | None = None,
+               was_ready: bool | None = None) -> tuple[str, str | None]:
     """restarted, stopped, crashed (died after ready), failed (died while starting), ended (the process
     ended, as exit-time warnings or a later launch show, with no line saying how) or running."""
     cause = cause or Cause()
@@ -382,7 +384,7 @@ def end_reason(r: Run, is_last: bool, cause: Cause | None = None, was_ready: boo
     if r.has("systemd_stopping"):
         # systemctl stop/restart: SGLang kills itself with SIGKILL, which is still an operator stop.
         return ("stopped" if is_last else "restarted"), detail or "systemctl stop"
-    crash = next((m for m in r.markers if m.kind in CRASH_KINDS), None)
+    crash = next((m for m in r.markers if m.kind in CRASH_KINDS and m.line_no not in cause.harness_lines), None)
     failed_exit = exited is not None and (exited.exit_status or "").split("/")[0] != "0"
     died = cause.sign is not None and cause.sign.source in ("error", "line")
     if crash or failed_exit or r.has("systemd_failed_result") or died:

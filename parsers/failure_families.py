@@ -142,3 +142,11 @@ SERVER_TRACEBACK_EXAMPLE = """Traceback (most recent call last):
   File "/usr/local/lib/python3.12/dist-packages/sglang/srt/entrypoints/http_server.py", line 1195, in launch_server
     tokenizer_manager, template_manager, scheduler_info = _launch_subprocesses(
 Exception: Initialization failed. Please see the error messages above."""
+
+# A traceback of a test harness around the server (unittest's or pytest's verdict on a benchmark's figures)
+# says the test failed, not the server: it is no sign of the server's end.
+HARNESS_FRAME = r'unittest/case\.py", line \d+|_pytest/[\w/]+\.py", line \d+|sglang/test/test_utils\.py", line \d+'
+HARNESS_EXAMPLE = """Traceback (most recent call last):
+  File "/usr/local/python3.11.13/lib/python3.11/unittest/case.py", line 579, in _callTestMethod
+    if method() is not None:
+AssertionError: 1963.81 not greater than or equal to 2078.337634408602"""

@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 
 import pytest
+from logmine.parsers import failure_families as families
 
 from logmine import api, causes
-from logmine.parsers import failure_families as families
 
 DATA = Path(__file__).parent / "data" / "why"
 RUN_FIELDS = ["ordinal", "first_line_no", "start_line_no", "ready_from", "end_reason", "cause_family",
@@ -39,6 +39,8 @@ def test_every_family_example_matches_its_family_first() -> None:
     assert re.search(families.LAUNCHER_FRAME, families.LAUNCH_TRACEBACK_EXAMPLE)
     assert not re.search(families.SERVER_STARTED_FRAME, families.LAUNCH_TRACEBACK_EXAMPLE)
     assert re.search(families.SERVER_STARTED_FRAME, families.SERVER_TRACEBACK_EXAMPLE)
+    assert re.search(families.HARNESS_FRAME, families.HARNESS_EXAMPLE)
+    assert not re.search(families.HARNESS_FRAME, families.SERVER_TRACEBACK_EXAMPLE)
 
 
 def test_a_launch_that_dies_before_its_dump_is_a_run_of_its_own(ingested) -> None:

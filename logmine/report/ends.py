@@ -6,10 +6,10 @@ from collections import Counter
 
 import pandas as pd
 
+from ..causes import family_words, phase_words
 from .common import of_run, run_name, run_rows
 from .data import ReportData
 from .model import Folded, Heading, Section, Text
-from ..causes import family_words, phase_words
 from .words import first_upper, missing, plural, quote
 
 # What a server was doing after the last start-up milestone it logged.
