@@ -245,7 +245,7 @@ def first_lines_of_launches(con: duckdb.DuckDBPyConnection, source_id: int, star
     """Move each run start found at a `server_args` dump or a launch's failure back to the first line the
     new process printed: the lines before it (imports, warnings, downloads, the command line) are the
     new launch's, back to the last line that is surely the previous process's (a ranked line, a traceback,
-    traffic, a shutdown line, an exit-time warning)."""
+    traffic, a shutdown line, an exit-time warning, a fatal line such as the shell's `Killed`)."""
     kinds = {m.line_no: m.kind for m in markers}
     moved = list(starts)
     for i in range(1, len(starts)):
@@ -257,8 +257,9 @@ def first_lines_of_launches(con: duckdb.DuckDBPyConnection, source_id: int, star
             WHERE source_id = ? AND line_no >= ? AND line_no < ?
               AND (coalesce(dp, pp, attn_cp, moe_dp, tp, ep) IS NOT NULL
                    OR kind IN ({', '.join('?' for _ in PREVIOUS_PROCESS_KINDS)})
-                   OR regexp_matches(message, ?))""",
-            [source_id, floor, starts[i], *PREVIOUS_PROCESS_KINDS, failure_families.EXIT_TRACE])[0][0]
+                   OR regexp_matches(message, ?) OR regexp_matches(message, ?))""",
+            [source_id, floor, starts[i], *PREVIOUS_PROCESS_KINDS, failure_families.EXIT_TRACE,
+             failure_families.FATAL_LINE])[0][0]
         start = (last_previous + 1) if last_previous is not None else floor
         # Blank lines after the previous process's last line are still its.
         moved[i] = min(start, starts[i])

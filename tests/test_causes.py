@@ -49,7 +49,7 @@ def test_a_launch_that_dies_before_its_dump_is_a_run_of_its_own(ingested) -> Non
         [1, 1, 2, "ready_line", "restarted", None, None, None, None],
         # The pip line and the command line are the new launch's; its traceback has no time of its own.
         [2, 21, None, None, "failed", "import", 23, 0, None],
-        [3, 35, 35, "ready_line", "running", None, None, None, None],
+        [3, 33, 35, "ready_line", "running", None, None, None, None],
     ]
     assert runs_of(con, "end_detail")[1] == ["import or dependency: ModuleNotFoundError: No module named 'sgl_kernel'"]
     # Each run's configuration is its own dump's: the failed launch has none, so the diff is run 1 -> 3.
@@ -156,3 +156,27 @@ def test_a_communication_failure_on_every_rank_is_the_cause_not_the_controllers_
                                           ("weights", "while loading weights"), (None, None)])
 def test_phase_words(phase: str | None, words: str | None) -> None:
     assert causes.phase_words(phase) == words
+
+
+# Written after the rules above, from SGLang's source and public issues, and not tuned to: the rules' check.
+HELD_OUT = DATA / "held_out"
+
+
+def test_held_out_attempts_pasted_from_a_rocm_shell(ingested) -> None:
+    """A config error before the dump, an RCCL/NCCL failure at init ending in the shell's `Killed`, then a
+    good launch: three runs, each starting at its own shell lines, each with its own cause."""
+    con = ingested(HELD_OUT / "rocm_rccl_attempts.log")
+    assert runs_of(con) == [
+        [1, 1, None, None, "failed", "model_config", 2, 0, None],
+        [2, 16, 18, None, "failed", "communication", 23, 3, "distributed init"],
+        [3, 37, 39, "ready_line", "running", None, None, None, None],
+    ]
+    assert "Run 2 failed during distributed init: communication set-up failure on TP2" in report_text(con)
+
+
+def test_held_out_hccl_failure_on_a_second_ascend_node(ingested) -> None:
+    con = ingested(HELD_OUT / "ascend_hccl_node1.log")
+    assert runs_of(con) == [[1, 1, 1, None, "failed", "communication", 4, 3, "distributed init"]]
+    row = api.runs(con).iloc[0]
+    assert [row[c] for c in ("ranks", "tp_size", "nnodes", "node_rank")] == [2, 16, 2, 1]
+    assert row["cause"].startswith("RuntimeError: HCCL function error: HcclCommInitRootInfoConfig")
