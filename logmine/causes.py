@@ -28,7 +28,7 @@ SYSTEMD_SIGNS = ("systemd_oom_kill",)
 # through them), named as load-time and the report name them.
 PHASES = (("init_distributed_begin", "distributed init"), ("load_weight_begin", "weights"),
           ("load_weight_end", "KV pool"), ("kv_cache_allocated", "KV pool"), ("memory_pool_end", "after KV pool"),
-          ("hicache_host_alloc", "HiCache host pool"), ("cuda_graph_begin", "CUDA graphs"),
+          ("hicache_host_alloc", "HiCache host pool"), ("host_memory_short", "HiCache host pool"), ("cuda_graph_begin", "CUDA graphs"),
           ("cuda_graph_end", "after CUDA graphs"), ("uvicorn_started", "warmup"), ("warmup", "warmup"))
 PHASE_KINDS = tuple(kind for kind, _ in PHASES)
 # A capture's progress bar names the batch size (decode graphs) or token count (prefill graphs) it is at.
@@ -100,10 +100,12 @@ def find_causes(con: duckdb.DuckDBPyConnection, source_id: int, bounds: list[tup
         SELECT line_no, message FROM lines WHERE source_id = ? AND regexp_matches(message, ?) ORDER BY line_no""",
         [source_id, families.EXIT_TRACE])]
     exit_traces = [n for n, _ in exit_texts]
+    # HiCache's refusal of its host pool is a line inside the scheduler's traceback: read from its event.
     milestones = execute(con, f"""
         SELECT line_no, kind FROM lines
-        WHERE source_id = ? AND kind IN ({', '.join('?' for _ in PHASE_KINDS)}) ORDER BY line_no""",
-        [source_id, *PHASE_KINDS])
+        WHERE source_id = ? AND kind IN ({', '.join('?' for _ in PHASE_KINDS)})
+        UNION ALL SELECT line_no, kind FROM host_cache WHERE source_id = ? AND kind = 'host_memory_short'
+        ORDER BY line_no""", [source_id, *PHASE_KINDS, source_id])
     graph_lines = execute(con, """
         SELECT line_no, message FROM lines
         WHERE source_id = ? AND message LIKE '%Capturing %' ORDER BY line_no""", [source_id])
@@ -122,7 +124,7 @@ def find_causes(con: duckdb.DuckDBPyConnection, source_id: int, bounds: list[tup
             # Nothing failed, yet the process ended: killed from outside (a timeout, an operator, a script).
             text = next(t for n, t in exit_texts if n == traces[0])
             cause.sign = Sign(traces[0], traces[0], None, "", text, "exit", "killed")
-        died_at = cause.sign.line_no if cause.sign else (cause.exit_trace or last)
+        died_at = cause.sign.last_line_no if cause.sign else (cause.exit_trace or last)
         cause.failed_phase = phase_at([m for m in milestones if first <= m[0] <= died_at],
                                       [g for g in graph_lines if first <= g[0] <= died_at])
         causes.append(cause)
