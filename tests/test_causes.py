@@ -138,6 +138,9 @@ def test_an_oom_at_start_from_a_low_mem_fraction_is_explained_by_the_reserve(ing
 def test_a_communication_failure_on_every_rank_is_the_cause_not_the_controllers_eof(ingested) -> None:
     con = ingested(DATA / "nvshmem_every_rank.log")
     assert runs_of(con) == [[1, 1, 1, None, "failed", "communication", 14, 7, "KV pool"]]
+    # NVSHMEM's lines are typed (notices of topic nvshmem), not left over.
+    assert con.execute("SELECT count(*) FROM lines WHERE kind = 'nvshmem_log'").fetchone() == (7,)
+    assert con.execute("SELECT count(*) FROM lines WHERE kind IS NULL AND message <> ''").fetchone() == (0,)
     row = api.runs(con).iloc[0]
     assert [row[c] for c in ("ranks", "tp_size", "dp_size", "nnodes", "node_rank")] == [2, 16, 16, 2, 0]
     assert row["cause"] == ("/sgl-workspace/nvshmem/src/host/transport/transport.cpp:nvshmemi_transport_init:275: "
