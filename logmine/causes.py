@@ -28,7 +28,8 @@ SYSTEMD_SIGNS = ("systemd_oom_kill",)
 # through them), named as load-time and the report name them.
 PHASES = (("init_distributed_begin", "distributed init"), ("load_weight_begin", "weights"),
           ("load_weight_end", "KV pool"), ("kv_cache_allocated", "KV pool"), ("memory_pool_end", "after KV pool"),
-          ("hicache_host_alloc", "HiCache host pool"), ("host_memory_short", "HiCache host pool"), ("cuda_graph_begin", "CUDA graphs"),
+          ("hicache_host_alloc", "HiCache host pool"), ("host_memory_short", "HiCache host pool"),
+          ("cuda_graph_begin", "CUDA graphs"),
           ("cuda_graph_end", "after CUDA graphs"), ("uvicorn_started", "warmup"), ("warmup", "warmup"))
 PHASE_KINDS = tuple(kind for kind, _ in PHASES)
 # A capture's progress bar names the batch size (decode graphs) or token count (prefill graphs) it is at.

@@ -492,7 +492,8 @@ FOREIGN = (
     Pattern("nvshmem_log", "notices", r"(?P<origin>/\S*nvshmem\S*\.(?:cpp|cu|h)):(?:\w+:)?\d+:? (?P<detail>.*)",
             "NVSHMEM", "/sgl-workspace/nvshmem/src/host/topo/topo.cpp:469: [GPU 1] Peer GPU 0 is not accessible, "
             "exiting ...", {"topic": "nvshmem"}),
-    Pattern("nccl_log", "notices", r"(?P<origin>[\w.-]+:\d+:\d+) \[\d+\] NCCL (?P<level>INFO|WARN|ERROR) (?P<detail>.*)",
+    Pattern("nccl_log", "notices",
+            r"(?P<origin>[\w.-]+:\d+:\d+) \[\d+\] NCCL (?P<level>INFO|WARN|ERROR) (?P<detail>.*)",
             "NCCL", "gpu-node-1:4189:4290 [3] NCCL WARN Connect to 10.0.0.2<45123> failed : Connection refused",
             {"topic": "nccl"}),
     Pattern("library_log", "notices", r"\[(?P<origin>transformers|aiter|ERROR)\] (?P<detail>.*)", "libraries",
