@@ -67,6 +67,8 @@ def test_a_second_nodes_log_gives_its_lowest_ranks_figures_and_the_launch_shape(
     assert [row[c] for c in ("weights_gib_per_rank", "avail_after_weights_gib", "kv_tokens", "kv_gib_per_rank")] \
         == [69.25, 7.85, 52000, 3.4]
     assert row["end_reason"] == "running"
+    assert "1 server start of deepseek-ai/DeepSeek-V3 (2 ranks here, node 1 of 2 of a tp_size 4 launch)" \
+        in report_text(con)
     load = api.query(con, "load-time")
     assert load[["rank", "weights_s"]].values.tolist()[0] == ["TP2", 271.0]
 
