@@ -103,7 +103,8 @@ CONSEQUENCE_EXAMPLES = (
 
 # A library's fatal line outside any traceback: these are read from the lines themselves, since
 # NVSHMEM and NCCL print them with no SGLang prefix and no traceback around them.
-FATAL_LINE = (r"is not accessible, exiting|building transport map failed|init failed for transport"
+# (NVSHMEM's `init failed for transport: IBGDA` is no such line: it goes on to the next transport.)
+FATAL_LINE = (r"is not accessible, exiting|building transport map failed"
               r"|Unable to initialize any transports|nvshmem detect topo failed|NCCL WARN .*(?:failed|Error)"
               r"|HCCL function error|\[(?:ERROR|FATAL)\].*(?:HCCL|hccl|NCCL|nccl|RCCL)"
               r"|watchdog timeout|Watchdog caught collective operation timeout|^Killed$")

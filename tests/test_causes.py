@@ -23,7 +23,8 @@ def runs_of(con, *fields: str) -> list[list]:
 
 
 def report_text(con) -> str:
-    return " ".join(api.report(con, fmt="markdown").replace("\\_", "_").split())
+    markdown = api.report(con, fmt="markdown")
+    return " ".join(markdown.replace("\\_", "_").replace("\\[", "[").replace("\\]", "]").split())
 
 
 def test_every_family_example_matches_its_family_first() -> None:
@@ -139,21 +140,24 @@ def test_an_oom_at_start_from_a_low_mem_fraction_is_explained_by_the_reserve(ing
 
 def test_a_communication_failure_on_every_rank_is_the_cause_not_the_controllers_eof(ingested) -> None:
     con = ingested(DATA / "nvshmem_every_rank.log")
-    assert runs_of(con) == [[1, 1, 1, None, "failed", "communication", 14, 7, "KV pool"]]
+    assert runs_of(con) == [[1, 1, 1, None, "failed", "communication", 15, 5, "KV pool"]]
     # NVSHMEM's lines are typed (notices of topic nvshmem), not left over.
     assert con.execute("SELECT count(*) FROM lines WHERE kind = 'nvshmem_log'").fetchone() == (7,)
     assert con.execute("SELECT count(*) FROM lines WHERE kind IS NULL AND message <> ''").fetchone() == (0,)
     row = api.runs(con).iloc[0]
     assert [row[c] for c in ("ranks", "tp_size", "dp_size", "nnodes", "node_rank")] == [2, 16, 16, 2, 0]
-    assert row["cause"] == ("/sgl-workspace/nvshmem/src/host/transport/transport.cpp:nvshmemi_transport_init:275: "
-                            "init failed for transport: IBGDA")
+    # NVSHMEM's `init failed for transport: IBGDA` (line 14) falls back to the next transport: the first
+    # fatal line is the peer check's, on GPU 0.
+    assert row["cause"] == "/sgl-workspace/nvshmem/src/host/topo/topo.cpp:469: [GPU 0] Peer GPU 8 is not accessible, " \
+                           "exiting ..."
     ends = api.query(con, "ends")
-    assert ends[["kind", "role", "line_no"]].values.tolist()[:2] == [["fatal_line", "cause", 14],
-                                                                      ["fatal_line", "consequence", 15]]
+    assert ends[["kind", "role", "line_no"]].values.tolist()[:2] == [["fatal_line", "cause", 15],
+                                                                      ["fatal_line", "consequence", 16]]
     assert ends[ends["kind"] == "traceback"][["role", "detail"]].values.tolist() == [["consequence", "EOFError"]]
     text = report_text(con)
     assert "### Run 1: failed, communication set-up failure" in api.report(con, fmt="markdown")
-    assert "communication set-up failure, “/sgl-workspace/nvshmem/src/host/transport/transport.cpp" in text
+    assert "communication set-up failure, “/sgl-workspace/nvshmem/src/host/topo/topo.cpp:469: [GPU 0] Peer GPU 8 " \
+           "is not accessible, exiting ...” (line 15)" in text
     assert "EOFError" in text.split("what followed from it", 1)[1][:200]
 
 

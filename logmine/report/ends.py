@@ -35,7 +35,10 @@ def cause_story(data: ReportData, run: pd.Series, ends: pd.DataFrame) -> Text | 
             phase_words(run["failed_phase"]) if not missing(run.get("failed_phase")) else "while starting")
         rank = f" on {cause['rank'].iloc[0]}" if not cause.empty and cause["rank"].iloc[0] else ""
         what = f"{family} failure" if family else "error"
-        words = f"{run['end_reason']} {when}: {what}{rank}, “{quote(run['cause'], 200).rstrip('.')}”"
+        cause_text = quote(run["cause"], 200)
+        if cause_text.endswith(".") and not cause_text.endswith("..."):  # the sentence's own stop follows
+            cause_text = cause_text[:-1]
+        words = f"{run['end_reason']} {when}: {what}{rank}, “{cause_text}”"
     if line_no is not None:
         words += f" (line {line_no})"
     followed = ends[ends["role"] == "consequence"]
@@ -145,7 +148,7 @@ def ends_section(data: ReportData) -> Section | None:
             rank = f" ({row['rank']})" if row["rank"] else ""
             role = f" [{row['role']}]" if not missing(row.get("role")) else ""
             label += role
-            if row["kind"] in CRASH_KINDS:
+            if row["kind"] in CRASH_KINDS and row["kind"] != "fatal_line":  # a fatal line is a line, not a traceback
                 lines = f"lines {row['line_no']}–{row['last_line_no']}"
                 blocks.append(Folded(Text(f"{label}{rank}: {quote(row['detail'], 200)} — whole traceback, {lines}",
                                           cite), row["text"] or ""))
