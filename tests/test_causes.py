@@ -189,3 +189,15 @@ def test_held_out_hccl_failure_on_a_second_ascend_node(ingested) -> None:
     row = api.runs(con).iloc[0]
     assert [row[c] for c in ("ranks", "tp_size", "nnodes", "node_rank")] == [2, 16, 2, 1]
     assert row["cause"].startswith("RuntimeError: HCCL function error: HcclCommInitRootInfoConfig")
+
+
+def test_held_out_watchdog_hang_then_a_restart_that_cannot_import(ingested) -> None:
+    """Under systemd: a hang the watchdog ends after serving (crashed, timeout), then an auto-restart whose
+    launcher dies on a missing CUDA runtime before its dump (failed, import)."""
+    con = ingested(HELD_OUT / "systemd_watchdog_hang.txt")
+    assert runs_of(con) == [
+        [1, 1, 2, "ready_line", "crashed", "timeout", 9, 1, None],
+        [2, 14, 15, None, "failed", "import", 16, 0, None],
+    ]
+    assert runs_of(con, "end_detail")[0][0] == ("timeout or hang: Scheduler watchdog timeout (self.watchdog_timeout=300, "
+                                                "self.soft=False); Main process exited, code=killed, status=9/KILL")
