@@ -199,5 +199,6 @@ def test_held_out_watchdog_hang_then_a_restart_that_cannot_import(ingested) -> N
         [1, 1, 2, "ready_line", "crashed", "timeout", 9, 1, None],
         [2, 14, 15, None, "failed", "import", 16, 0, None],
     ]
-    assert runs_of(con, "end_detail")[0][0] == ("timeout or hang: Scheduler watchdog timeout (self.watchdog_timeout=300, "
-                                                "self.soft=False); Main process exited, code=killed, status=9/KILL")
+    assert runs_of(con, "end_detail")[0][0] == (
+        "timeout or hang: Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False); "
+        "Main process exited, code=killed, status=9/KILL")
