@@ -43,7 +43,7 @@ class Sign:
     ts: object
     rank: str
     text: str  # the line that says what failed: an exception's last line, a library's fatal line
-    source: str  # error, line, shutdown or systemd
+    source: str  # error, line (a fatal line), shutdown, systemd or exit (an exit-time warning)
     family: str | None = None
     consequence: bool = False
 
