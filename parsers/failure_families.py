@@ -1,6 +1,6 @@
 """Why a server died, as data: the families of decisive failures and the signs that only follow one.
 
-A run's cause is the first decisive failure in it (`logmine/causes.py`): an error (a traceback, a C++
+A run's cause is the first decisive failure in it (`logmine/derive/causes.py`): an error (a traceback, a C++
 abort) or a fatal line of a library (NVSHMEM, NCCL, HCCL print theirs without SGLang's prefix). Each
 family lists the text that puts a failure in it, with real lines it must match (tests match every
 example). A consequence is what a failure elsewhere brings about: the controller's `EOFError` when a

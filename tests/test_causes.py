@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from logmine.parsers import failure_families as families
 
-from logmine import api, causes
+from logmine import api
+from logmine.derive import causes
 
 DATA = Path(__file__).parent / "data" / "why"
 RUN_FIELDS = ["ordinal", "first_line_no", "start_line_no", "ready_from", "end_reason", "cause_family",

@@ -6,7 +6,7 @@ from collections import Counter
 
 import pandas as pd
 
-from ..causes import family_words, phase_words
+from ..derive.causes import family_words, phase_words
 from .common import of_run, run_name, run_rows
 from .data import ReportData
 from .model import Folded, Heading, Section, Text

@@ -6,7 +6,7 @@ from itertools import groupby
 
 import pandas as pd
 
-from ..causes import phase_words
+from ..derive.causes import phase_words
 from .common import chart_run_name, draw, of_run, run_name, run_rows
 from .data import ReportData
 from .model import Bar, Block, Chart, Heading, Section, Table, Text
@@ -20,7 +20,7 @@ PHASES = [("to_init_s", "start → init", "started"), ("init_s", "init", "init")
           ("draft_graph_s", "draft CUDA graphs", "draft_cuda_graphs"), ("host_cache_s", "HiCache host pool", "hicache"),
           ("warmup_s", "warmup", "ready")]
 SERVING, UNFINISHED = "serving", "loading, never ready"
-# The phase table's row for each `failed_phase` (see logmine/causes.py).
+# The phase table's row for each `failed_phase` (see logmine/derive/causes.py).
 FAILED_PHASE_COLUMNS = {"distributed init": "init_s", "weights": "weights_s", "KV pool": "kv_pool_s",
                         "CUDA graphs": "cuda_graph_s", "HiCache host pool": "host_cache_s", "warmup": "warmup_s"}
 # Ranks whose phases differ by less than this (seconds) are drawn as one bar.
