@@ -20,6 +20,7 @@ from . import api, interrupts, named_queries
 from .render import FORMATS as OUTPUT_FORMATS
 from .render import TABLE_MAX_ROWS, RowChunks, Rows, clip, render, render_pieces, select_chunks, visible
 from .store import DEFAULT_DB, NotALogmineDatabase
+from .table_view import TableView
 from .terminal import emit, emit_pieces
 
 if TYPE_CHECKING:
@@ -51,14 +52,14 @@ def output_options(command: Callable) -> Callable:
 
 
 def show(data: Rows | RowChunks | pd.DataFrame, fmt: str, columns: str | None, no_pager: bool,
-         key_columns: Sequence[str] = ()) -> None:
-    """Print a result: a table fitted to the terminal, or every row in `fmt`, written as it is read when
-    the result comes in chunks."""
+         key_columns: Sequence[str] = (), view: TableView | None = None) -> None:
+    """Print a result: a table fitted to the terminal (shaped by the query's `view`), or every row in
+    `fmt`, written as it is read when the result comes in chunks."""
     picked = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
     if isinstance(data, RowChunks):
         emit_pieces(render_pieces(select_chunks(data, picked) if picked else data, fmt))
         return
-    emit(render(data, fmt, columns=picked, key_columns=key_columns), pager=fmt == "table" and not no_pager)
+    emit(render(data, fmt, columns=picked, key_columns=key_columns, view=view), pager=fmt == "table" and not no_pager)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -150,7 +151,7 @@ def unparsed(db: str, limit: int, fmt: str, columns: str | None, no_pager: bool)
     """Lines logmine could not type, grouped by template, most frequent first."""
     with api.open_db(db) as con:
         rows = api.query_rows(con, "unparsed", limit=limit)
-    show(rows, fmt, columns, no_pager, named_queries.key_columns("unparsed"))
+    show(rows, fmt, columns, no_pager, view=named_queries.view("unparsed"))
 
 
 @main.command(short_help="Server runs: start, ready, end and why, load, memory.")
@@ -199,26 +200,26 @@ def query(name: str | None, db: str, run_: int | None, source: str | None, sessi
             fail("--engine spark reads a Parquet folder: give --data FOLDER (`logmine export --parquet` writes one)")
         from . import spark_engine
 
-        keys = named_queries.key_columns(name)
+        view = named_queries.view(name)
         try:
             spark = spark_engine.session(master)
             spark_engine.register_folder(spark, data)
             rows = spark_engine.query_rows(spark, data, name, run=run_, source=source, session=session)
         except (spark_engine.Untranslatable, spark_engine.SparkUnavailable) as exc:
             fail(str(exc))
-        show(rows, fmt, columns, no_pager, keys)
+        show(rows, fmt, columns, no_pager, view=view)
         return
     query_command(db, name, fmt, columns, no_pager, data=data, run=run_, source=source, session=session)
 
 
 def query_command(db: str, name: str, fmt: str, columns: str | None, no_pager: bool, data: str | None = None,
                   **params: object) -> None:
-    keys = named_queries.key_columns(name)  # first, so that an unknown name fails before the database opens
+    view = named_queries.view(name)  # first, so that an unknown name fails before the database opens
     with api.open_data(data) if data else api.open_db(db) as con:
         if fmt == "table":
-            show(api.query_rows(con, name, at_most=TABLE_MAX_ROWS, **params), fmt, columns, no_pager, keys)
+            show(api.query_rows(con, name, at_most=TABLE_MAX_ROWS, **params), fmt, columns, no_pager, view=view)
         else:  # written as it is read, while the database is open
-            show(api.query_chunks(con, name, **params), fmt, columns, no_pager, keys)
+            show(api.query_chunks(con, name, **params), fmt, columns, no_pager, view=view)
 
 
 @main.command(short_help="The database as Parquet files for DuckDB, Spark, Trino.")

@@ -1,7 +1,10 @@
 """Named SQL queries: the `.sql` documents in `queries/`, run with bound parameters.
 
 Each document starts with a header comment: `-- name: what it answers.`, details, then
-`-- Columns: a, b, c` (the columns a terminal shows first) and `-- Parameters: ...`.
+`-- Columns: a, b as label, c` (the columns a terminal shows first, in reading order, each under its label
+when it has one), optionally `-- Once: a, b` (columns said once above the table when every row holds the
+same value) and `-- Ranks: rank` (the column naming a rank: ranks whose rows are otherwise equal are shown
+as one row), then `-- Parameters: ...`.
 """
 
 from __future__ import annotations
@@ -12,14 +15,17 @@ from collections.abc import Iterator
 from importlib import resources
 from typing import TYPE_CHECKING
 
-from .render import RowChunks, Rows
+from .render import RowChunks, Rows, TableView
 
 if TYPE_CHECKING:
     import duckdb
     import pandas as pd
 
 PARAMETER = re.compile(r"\$([a-z_]+)")
-KEY_COLUMNS = re.compile(r"^-- Columns:(.*)$", re.MULTILINE)
+# A header line goes on in the comment lines indented under it.
+KEY_COLUMNS = re.compile(r"^-- Columns:(.*(?:\n--   .*)*)$", re.MULTILINE)
+ONCE_COLUMNS = re.compile(r"^-- Once:(.*)$", re.MULTILINE)
+RANK_COLUMNS = re.compile(r"^-- Ranks:(.*)$", re.MULTILINE)
 CHUNK_ROWS = 10_000  # rows fetched at a time when a result is written as it is read
 
 
@@ -62,8 +68,24 @@ def summary(name: str) -> str:
 def key_columns(name: str) -> list[str]:
     """The columns that matter most in the query's result, from its `-- Columns: a, b, c` header line:
     what a terminal shows first when not every column fits."""
-    found = KEY_COLUMNS.search(text(name))
-    return [c.strip() for c in found.group(1).split(",") if c.strip()] if found else []
+    return list(view(name).labels)
+
+
+def view(name: str) -> TableView:
+    """How a terminal shows the query's result, from its header: the key columns under their labels, the
+    columns said once, the column naming a rank."""
+    document = text(name)
+
+    def listed(pattern: re.Pattern) -> list[str]:
+        found = pattern.search(document)
+        entries = found.group(1).replace("\n--", " ").split(",") if found else []
+        return [" ".join(c.split()) for c in entries if c.strip()]
+
+    labels = {}
+    for entry in listed(KEY_COLUMNS):
+        column, _, label = entry.partition(" as ")
+        labels[column.strip()] = label.strip() or column.strip()
+    return TableView(labels, listed(ONCE_COLUMNS), listed(RANK_COLUMNS))
 
 
 def execute(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> pd.DataFrame:

@@ -6,8 +6,11 @@
 -- decoding) is the rank's second weight load. Memory in GiB (SGLang prints "GB" for GiB on the
 -- device); HiCache host memory in decimal GB as SGLang prints it. `untimed_markers` counts the
 -- run's start, stop and exit lines with no time of their own (`journalctl -o cat` drops systemd's):
--- where it is not 0, a start or end that only such a line shows is missing.
--- Columns: source, ordinal, end_reason, end_detail
+-- where it is not 0, a start or end that only such a line shows is missing. `cause` is what a person
+-- reads first about the end: a run that died gives its first exception, else the end's detail.
+-- Columns: source, ordinal as run, started_at as started, load_seconds as ready after s, kv_tokens as KV tokens,
+--     kv_gib_per_rank as KV GiB, host_cache_gb_per_rank as host GB, end_reason as end, cause
+-- Once: source
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
 WITH selected_runs AS (
     SELECT r.*, s.display AS source
@@ -80,6 +83,10 @@ SELECT
     r.ended_at,
     r.end_reason,
     r.end_detail,
+    -- What a person reads first about the end: for a run that died, the first exception it logged (the
+    -- exit status systemd adds says less); else the end's detail.
+    CASE WHEN r.end_reason IN ('crashed', 'failed') THEN coalesce(e.errors[1].last_line, r.end_detail)
+         ELSE r.end_detail END AS cause,
     round(epoch(r.ready_at) - epoch(r.started_at), 2) AS load_seconds,
     round(coalesce(w.weights_elapsed_s, epoch(w.weights_end) - epoch(w.weights_begin)), 2) AS weights_seconds,
     coalesce(k.ranks, TRY_CAST(json_extract(cfg.args, '$.tp_size') AS INTEGER)
