@@ -92,7 +92,7 @@ def test_long_output_goes_through_the_pager_unless_told_not_to(demo_db: Path, tm
     pager.write_text("#!/bin/sh\nsed 's/^/paged: /'\n")
     pager.chmod(0o755)
     paged = in_terminal(120, "query", "timeline", "--db", demo_db, rows=20, env={"PAGER": str(pager)})
-    assert paged.startswith("paged: on 2026-03-12\npaged:  ts ")  # the day said once, times of day below
+    assert paged.startswith("paged:  ts ")
     direct = in_terminal(120, "query", "timeline", "--db", demo_db, "--no-pager", rows=20, env={"PAGER": str(pager)})
     assert "paged:" not in direct
     short = in_terminal(120, "query", "config-diff", "--db", demo_db, rows=20, env={"PAGER": str(pager)})
