@@ -283,6 +283,10 @@ def check_selection(con: duckdb.DuckDBPyConnection, **params: object) -> dict[st
     source, run_, session = params.get("source"), params.get("run"), params.get("session")
     if source is not None:
         params["source"] = resolve_source(con, str(source))
+    if run_ is not None and params.get("source") is None:
+        # One rule everywhere: a bare ordinal is of the only source with runs; where several have runs it
+        # names none of them (run 1 of every log is no answer), and the error says which there are.
+        params["source"] = sole_source_with_runs(con, str(run_), hint="give --source too")
     if run_ is not None:
         found = named_queries.fetch(con, """
             SELECT s.display, list(r.ordinal ORDER BY r.ordinal) FROM runs AS r JOIN sources AS s USING (source_id)
@@ -361,10 +365,8 @@ def report(con: duckdb.DuckDBPyConnection, fmt: str = "html", runs: list[int] | 
     # The source, runs and session must exist, named as for any query (a source by a unique path suffix);
     # run ordinals without a source are refused where several sources have runs, as `diff` refuses them.
     selected = check_selection(con, source=source, session=session)
-    if runs and selected["source"] is None:
-        selected["source"] = sole_source_with_runs(con, str(runs[0]), hint="give --source too")
     for run_ in runs or []:
-        check_selection(con, source=selected["source"], run=run_)
+        selected["source"] = check_selection(con, source=selected["source"], run=run_)["source"]
     return render_report(con, fmt=fmt, runs=runs, source=selected["source"], session=session)
 
 
