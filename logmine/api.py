@@ -58,10 +58,16 @@ class Report:
 
     logs: IngestReport
     transcripts: list[transcripts.TranscriptReport] = field(default_factory=list)
+    db_removed: bool = False  # the ingest made the database and stored nothing in it: it was removed
+
+    @property
+    def stored_nothing(self) -> bool:
+        return not self.logs.sources and not self.transcripts
 
     def as_dict(self) -> dict:
         summary = self.logs.as_dict()
         summary["transcripts"] = [t.as_dict() for t in self.transcripts]
+        summary["db_removed"] = self.db_removed
         return summary
 
 
@@ -104,15 +110,22 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
         except BaseException:
             con.close()
             if created:  # as it was: no database
-                for leftover in (Path(db), Path(f"{db}.wal")):
-                    leftover.unlink(missing_ok=True)
+                _remove_database(db)
             raise
         finally:
             con.close()
     finally:
         os.umask(umask)
     report.logs.db = str(db)
+    if created and report.stored_nothing:  # every input failed: an empty database would only mislead
+        _remove_database(db)
+        report.db_removed = True
     return report
+
+
+def _remove_database(db: str | Path) -> None:
+    for leftover in (Path(db), Path(f"{db}.wal")):
+        leftover.unlink(missing_ok=True)
 
 
 def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, found: SortedInputs, envelope: str | None,
@@ -370,6 +383,14 @@ def report(con: duckdb.DuckDBPyConnection, fmt: str = "html", runs: list[int] | 
     return render_report(con, fmt=fmt, runs=runs, source=selected["source"], session=session)
 
 
+def summary(con: duckdb.DuckDBPyConnection, source: str | None = None) -> list[str]:
+    """The report's summary as sentences (without their citations): how many starts, how each ended,
+    what each configuration change did, the last KV pool, the agent's figures checked."""
+    from .report import summary_sentences  # here, not at the top: it loads matplotlib and Jinja2
+
+    return summary_sentences(con, source=check_selection(con, source=source)["source"])
+
+
 def runs(con: duckdb.DuckDBPyConnection, source: str | None = None) -> pd.DataFrame:
     """The `runs` query: one row per server run."""
     return query(con, "runs", source=source)
@@ -499,6 +520,8 @@ def summary_text(summary: dict) -> str:
     out.extend(visible(line, one_line=True) for line in summary.get("left", []))
     if summary["failed"]:
         out.append(f"not stored, could not be read: {len(summary['failed'])} input(s) (listed on stderr)")
+    if summary.get("db_removed"):
+        out.append(f"nothing was stored: {summary['db']} was not made")
     kinds = summary["by_kind"]
     if kinds:
         width = max(len(k) for k in kinds)

@@ -20,6 +20,7 @@ from . import api, interrupts, named_queries
 from .render import FORMATS as OUTPUT_FORMATS
 from .render import TABLE_MAX_ROWS, RowChunks, Rows, clip, render, render_pieces, select_chunks, visible
 from .store import DEFAULT_DB, NotALogmineDatabase
+from .suggestions import nearest
 from .table_view import TableView
 from .terminal import emit, emit_pieces
 
@@ -62,10 +63,37 @@ def show(data: Rows | RowChunks | pd.DataFrame, fmt: str, columns: str | None, n
     emit(render(data, fmt, columns=picked, key_columns=key_columns, view=view), pager=fmt == "table" and not no_pager)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class Commands(click.Group):
+    """The commands, where a mistyped one is answered with the nearest (`did you mean runs?`) and a query's
+    name with the command that runs it (`logmine errors` -> `logmine query errors`)."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple:
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            queries = named_queries.names()
+            if name in queries:
+                fail(f"no command {name!r}; the query is run by `logmine query {name}`")
+            near = [f"`logmine {c}`" for c in nearest(name, sorted(self.commands))]
+            near += [f"`logmine query {q}`" for q in nearest(name, queries)]
+            fail(f"no command {name!r}; " + (f"did you mean {' or '.join(near[:3])}?" if near else
+                                              "`logmine --help` lists the commands"))
+        return super().resolve_command(ctx, args)
+
+
+@click.group(cls=Commands, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--db", default=None, help=f"With no command: the summary of this database (default {DEFAULT_DB}).")
 @click.version_option(package_name="logmine")
-def main() -> None:
-    """Typed events from SGLang journals and coding-agent transcripts, in DuckDB."""
+@click.pass_context
+def main(ctx: click.Context, db: str | None) -> None:
+    """Typed events from SGLang journals and coding-agent transcripts, in DuckDB.
+
+    With no command, the story of the database (`logmine summary`) when there is one, else this help."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if db is None and not Path(DEFAULT_DB).exists():
+        click.echo(ctx.get_help())
+        return
+    ctx.invoke(summary, db=db or DEFAULT_DB)
 
 
 @main.command(short_help="Store SGLang logs and agent transcripts in the database.")
@@ -162,6 +190,21 @@ def unparsed(db: str, limit: int, fmt: str, columns: str | None, no_pager: bool)
 def runs(db: str, run_: int | None, source: str | None, fmt: str, columns: str | None, no_pager: bool) -> None:
     """Server runs: start, ready, end and why, load time, KV pool, traffic."""
     query_command(db, "runs", fmt, columns, no_pager, run=run_, source=source)
+
+
+@main.command(short_help="The story in one screen: the report's summary and the runs.")
+@DB_OPTION
+@click.option("--source", default=None, help="Only this source (path, or any suffix of it that names one).")
+@click.option("--no-pager", is_flag=True, help="Print long output directly, not through less.")
+def summary(db: str, source: str | None = None, no_pager: bool = False) -> None:
+    """The report's summary (`logmine report` gives the evidence of each sentence), then the runs."""
+    width = min(shutil.get_terminal_size().columns, 120) if sys.stdout.isatty() else 100
+    with api.open_db(db) as con:
+        sentences = api.summary(con, source=source)
+        rows = api.query_rows(con, "runs", at_most=TABLE_MAX_ROWS, source=source)
+    story = "\n\n".join(textwrap.fill(s, width=width) for s in sentences) or "No server runs in the database."
+    table = render(rows, "table", view=named_queries.view("runs"))
+    emit(f"{story}\n\n{table}", pager=not no_pager)
 
 
 class QueryCommand(click.Command):

@@ -16,6 +16,7 @@ from importlib import resources
 from typing import TYPE_CHECKING
 
 from .render import RowChunks, Rows, TableView
+from .suggestions import did_you_mean
 
 if TYPE_CHECKING:
     import duckdb
@@ -38,7 +39,9 @@ def names() -> list[str]:
 def text(name: str) -> str:
     # A name, never a path: `../../x` must not run any x.sql on the disk.
     if name not in names():
-        raise KeyError(f"no query named {name!r}; known: {', '.join(names())}")
+        hint = did_you_mean(name, names())
+        raise KeyError(f"no query named {name!r}; " + (f"{hint} (`logmine query` lists them)" if hint else
+                                                        f"known: {', '.join(names())}"))
     return (resources.files("logmine.queries") / f"{name}.sql").read_text()
 
 
