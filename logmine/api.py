@@ -489,9 +489,9 @@ def source_names(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     return dict(zip(displays, shortest_unique_suffixes(displays), strict=True))
 
 
-def unparsed(con: duckdb.DuckDBPyConnection, limit: int = 50) -> pd.DataFrame:
+def unparsed(con: duckdb.DuckDBPyConnection, limit: int = 50, source: str | None = None) -> pd.DataFrame:
     """Untyped lines grouped by template, most frequent first."""
-    return named_queries.execute(con, "unparsed", limit=limit)
+    return query(con, "unparsed", limit=limit, source=source)
 
 
 def summary_text(summary: dict) -> str:

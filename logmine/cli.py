@@ -174,11 +174,12 @@ def spark_ingest_command(paths: list[str], out: str | None, master: str, envelop
 @main.command(short_help="Lines logmine could not type, grouped by template.")
 @DB_OPTION
 @click.option("--limit", default=50, show_default=True, help="How many templates to show.")
+@click.option("--source", default=None, help="Only this source (path, or any suffix of it that names one).")
 @output_options
-def unparsed(db: str, limit: int, fmt: str, columns: str | None, no_pager: bool) -> None:
+def unparsed(db: str, limit: int, source: str | None, fmt: str, columns: str | None, no_pager: bool) -> None:
     """Lines logmine could not type, grouped by template, most frequent first."""
     with api.open_db(db) as con:
-        rows = api.query_rows(con, "unparsed", limit=limit)
+        rows = api.query_rows(con, "unparsed", limit=limit, source=source)
     show(rows, fmt, columns, no_pager, view=named_queries.view("unparsed"))
 
 
