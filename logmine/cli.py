@@ -327,17 +327,22 @@ def diff(run_a: str, run_b: str, db: str, fmt: str, columns: str | None, no_page
 @click.option("--source", default=None, help="The source whose run the postmortem notebook shows (path, or any "
               "suffix of it that names one).")
 @click.option("--browser/--no-browser", default=False, show_default=True, help="Open the lab in a web browser.")
-def lab(db: str, port: int | None, run_: str | None, source: str | None, browser: bool) -> None:
+@click.option("--ip", default="127.0.0.1", show_default=True,
+              help="Address to listen on (0.0.0.0: every one); the token is always required.")
+def lab(db: str, port: int | None, run_: str | None, source: str | None, browser: bool, ip: str) -> None:
     """Open the database in JupyterLab, on copies of the bundled notebooks (explore, postmortem) kept in
     a folder beside it (DB stem + -notebooks), made the first time and never overwritten."""
     from . import lab as jupyter
 
     try:
-        server = jupyter.start(db, port=port, run=run_, source=source, open_browser=browser)
+        server = jupyter.start(db, port=port, run=run_, source=source, open_browser=browser, ip=ip)
     except jupyter.LabError as exc:
         fail(str(exc))
     click.echo(f"JupyterLab on {server.url}\n  notebooks in {server.root} (your copies), database {db} "
                f"(${jupyter.DB_ENV} in the notebooks)\n  Ctrl-C stops it")
+    hint = server.ssh_hint()
+    if hint:
+        click.echo(f"  {hint}")
     code = server.serve()
     if code is None:
         click.echo("JupyterLab stopped")
