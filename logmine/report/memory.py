@@ -67,12 +67,15 @@ def memory_section(data: ReportData) -> Section | None:
         explained.setdefault("" if missing(first["kv_gap_cause"]) else first["kv_gap_cause"], []).append(name)
         host = rows[rows["host_cache_gb"].notna()]
         if not host.empty:
+            total = budget[(budget["source"] == source) & (budget["run"] == ordinal)
+                           & (budget["rank"] == "all ranks")].iloc[0]
             free = host["host_free_gb"].dropna()
             host_rows.append([
                 Text(name), Text(str(len(host))),
                 Text(f"{number(host['host_cache_gb'].iloc[0])} GB ({number(host['host_cache_gib'].iloc[0])} GiB)"
                      if host["host_cache_gb"].nunique() == 1 else "varies by rank", run_figures["hicache"]),
-                Text(f"{number(host['host_cache_gb'].sum())} GB ({number(host['host_cache_gib'].sum())} GiB)",
+                # The query's own total (summed before rounding), as the summary and `memory-budget` give it.
+                Text(f"{number(total['host_cache_gb'])} GB ({number(total['host_cache_gib'])} GiB)",
                      data.cite(source, int(ordinal), "hicache")),
                 Text(f"{number(free.iloc[0])} GB" if not free.empty else "not logged")])
     alt = "; ".join(f"{caption}: " + ", ".join(f"{k} {number(v[i])} GiB" for k, v in shares.items() if v[i])
