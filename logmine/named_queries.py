@@ -98,10 +98,14 @@ def execute(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> pd.D
 
 def execute_sql(con: duckdb.DuckDBPyConnection, sql: str, **params: object) -> pd.DataFrame:
     """Run SQL with `$name` parameters; JSON columns come back as Python objects."""
+    import pandas as pd
+
     result, json_columns = _execute(con, sql, params)
     df = result.df()
     for column in json_columns:
-        df[column] = df[column].map(_json_value)
+        # Each value as its own Python object: a column of ints and floats left to pandas becomes float64, and
+        # a notebook shows a config's 4.0 as 4.000000e+00 and its seed 1066034123 as 1.066034e+09.
+        df[column] = pd.Series([_json_value(v) for v in df[column]], index=df.index, dtype=object)
     return df
 
 
