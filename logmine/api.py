@@ -26,6 +26,7 @@ from .render import (
     visible,
 )
 from .store import DEFAULT_DB, OFFLINE, connect
+from .table_view import number_spans
 
 # The ingest machinery, pandas and pyarrow are imported by the functions that use them: a command that
 # only reads (`logmine query`) starts in a fifth of the time.
@@ -308,7 +309,7 @@ def check_selection(con: duckdb.DuckDBPyConnection, **params: object) -> dict[st
         if not any(run_ in ordinals for _, ordinals in found):
             names = source_names(con)  # as among all sources: `journal.txt` alone could be any of them
             where = f" in {names[params['source']]}" if source is not None else ""
-            known = [f"{names[display]}: {_spans(ordinals)}" for display, ordinals in found]
+            known = [f"{names[display]}: {number_spans(ordinals)}" for display, ordinals in found]
             raise LookupError(f"no run {run_}{where}; the runs are {_listing(known, separator='; ')}")
     if session is not None:
         params["session"] = resolve_session(con, str(session))
@@ -340,17 +341,6 @@ def resolve_source(con: duckdb.DuckDBPyConnection, source: str) -> str:
         raise LookupError(f"source {source!r} names several sources: {_listing(matches)}")
     raise LookupError(f"no source {source!r}; the sources are "
                       f"{_listing(shortest_unique_suffixes([d for d, _ in known]))}")
-
-
-def _spans(numbers: list[int]) -> str:
-    """[1, 2, 3, 5] -> '1-3, 5'."""
-    spans: list[list[int]] = []
-    for n in numbers:
-        if spans and n == spans[-1][1] + 1:
-            spans[-1][1] = n
-        else:
-            spans.append([n, n])
-    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
 
 
 def _listing(names: list[str], limit: int = 8, separator: str = ", ") -> str:

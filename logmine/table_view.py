@@ -76,13 +76,24 @@ def _merge_ranks(columns: list[str], rows: list[tuple], rank_columns: list[str])
 
 
 def rank_span(ranks: Sequence[str]) -> str:
-    """['TP0', ..., 'TP7'] -> 'TP0-7 (8 ranks)'; ranks that are not one numbered stretch are listed."""
+    """['TP0', ..., 'TP7'] -> 'TP0-7 (8 ranks)', with gaps 'TP0-8,10-15 (15 ranks)'; ranks not numbered
+    alike (`DP0 TP1`) are listed."""
     parts = [RANK_NUMBER.match(r) for r in ranks]
-    if all(parts) and len({p.group(1) for p in parts}) == 1:
-        numbers = sorted(int(p.group(2)) for p in parts)
-        if numbers == list(range(numbers[0], numbers[0] + len(numbers))):
-            return f"{parts[0].group(1)}{numbers[0]}-{numbers[-1]} ({len(ranks)} ranks)"
-    return f"{','.join(ranks)} ({len(ranks)} ranks)"
+    if not (all(parts) and len({p.group(1) for p in parts}) == 1):
+        return f"{','.join(ranks)} ({len(ranks)} ranks)"
+    numbers = number_spans(sorted({int(p.group(2)) for p in parts}), separator=",")
+    return f"{parts[0].group(1)}{numbers} ({len(ranks)} ranks)"
+
+
+def number_spans(numbers: Sequence[int], separator: str = ", ") -> str:
+    """[1, 2, 3, 5] -> '1-3, 5' (sorted numbers)."""
+    spans: list[list[int]] = []
+    for n in numbers:
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return separator.join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
 
 
 def _one_day(columns: list[str], rows: list[tuple]) -> tuple[str | None, list[tuple]]:

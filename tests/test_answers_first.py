@@ -7,6 +7,7 @@ import random
 import re
 import subprocess
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -103,7 +104,8 @@ def test_a_failed_run_says_what_failed(tmp_path: Path, columns: int) -> None:
 
 def test_identical_ranks_are_one_row_and_different_ones_their_own() -> None:
     assert rank_span([f"TP{i}" for i in range(8)]) == "TP0-7 (8 ranks)"
-    assert rank_span(["TP0", "TP2"]) == "TP0,TP2 (2 ranks)"
+    assert rank_span(["TP0", "TP2"]) == "TP0,2 (2 ranks)"
+    assert rank_span(["DP0 TP1", "DP1 TP0"]) == "DP0 TP1,DP1 TP0 (2 ranks)"
     from logmine.render import Rows, render
     from logmine.table_view import TableView
 
@@ -111,7 +113,7 @@ def test_identical_ranks_are_one_row_and_different_ones_their_own() -> None:
     rows = Rows(["run", "rank", "kv_gib"], [(1, f"TP{i}", 9.0 if i == 5 else 10.42) for i in range(8)])
     shown = render(rows, "table", 80, view=view)
     assert shown.startswith("run 1\n") and [line.split("│")[0].strip() for line in table_rows(shown)] == [
-        "TP0,TP1,TP2,TP3,TP4,TP6,TP7 (7 ranks)", "TP5"]
+        "TP0-4,6-7 (7 ranks)", "TP5"]
 
 
 def test_the_summary_tells_the_story_in_one_screen(kimi_db: Path) -> None:
@@ -200,3 +202,57 @@ def test_every_figure_has_one_value(kimi_db: Path) -> None:
         assert len(values) == 1, (figure, found)
         assert found["markdown"] and found["html"], (figure, found)
     assert set(re.findall(FIGURES["hicache total GiB"], texts["markdown"])) == {"333.56"}
+
+
+def sixteen_ranks(slow: int = 9) -> str:
+    """A TP=16 start, as SGLang logs it, in which one rank (`slow`) loads its weights 40 s later than the rest
+    and reports 0.10 GB more for them."""
+    start = datetime(2026, 3, 7, 9, 0, 0)
+
+    def at(seconds: int) -> str:
+        return (start + timedelta(seconds=seconds)).strftime("%Y-%m-%d %H:%M:%S")
+
+    out = [f"[{at(0)}] server_args=ServerArgs(model_path='/models/DeepSeek-V3', served_model_name='deepseek-v3', "
+           "tp_size=16, mem_fraction_static=0.85, random_seed=7)"]
+    for rank in range(16):
+        late = 40 if rank == slow else 0
+        weights = "70.10" if rank == slow else "70.00"
+        tag = f"TP{rank}"
+        out += [f"[{at(10)} {tag}] Init torch distributed begin.",
+                f"[{at(11)} {tag}] Init torch distributed ends. elapsed=1.00 s, mem usage=0.50 GB",
+                f"[{at(12)} {tag}] Load weight begin. avail mem=79.00 GB",
+                f"[{at(112 + late)} {tag}] Load weight end. elapsed={100 + late}.00 s, type=DeepseekV3ForCausalLM, "
+                f"dtype=torch.bfloat16, avail mem=9.00 GB, mem usage={weights} GB.",
+                f"[{at(113 + late)} {tag}] KV Cache is allocated. #tokens: 120000, KV size: 4.00 GB",
+                f"[{at(114 + late)} {tag}] Memory pool end. avail mem=5.00 GB",
+                f"[{at(115 + late)} {tag}] Capture cuda graph begin. This can take up to several minutes. "
+                "avail mem=5.00 GB",
+                f"[{at(135 + late)} {tag}] Capture cuda graph end. Time elapsed: 20.00 s. mem usage=0.90 GB. "
+                "avail mem=4.10 GB."]
+    out += [f"[{at(180)}] INFO:     Application startup complete.",
+            f"[{at(180)}] INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)",
+            f"[{at(182)}] The server is fired up and ready to roll!"]
+    return "\n".join(out) + "\n"
+
+
+LONG_NAME = "deepseek-v3-2x8-h100-tp16-staging-cluster-rack4-node12.log"
+
+
+def test_a_report_of_sixteen_ranks_collapses_what_is_equal_and_names_the_file_once(tmp_path: Path) -> None:
+    (tmp_path / LONG_NAME).write_text(sixteen_ranks())
+    db = tmp_path / "r16.duckdb"
+    api.ingest([str(tmp_path / LONG_NAME)], db=db)
+    with api.open_db(db) as con:
+        markdown, html = api.report(con, fmt="markdown"), api.report(con, fmt="html")
+    assert markdown.startswith("# Postmortem: deepseek-v3, 2026-03-07\n")
+    phases = next(line for line in markdown.splitlines() if line.startswith("| phase |"))
+    assert phases == "| phase | run 1 TP0-8,10-15 (15 ranks) | run 1 TP9 |"
+    weights = next(line for line in markdown.splitlines() if line.startswith("| weights |"))
+    assert weights == "| weights | 100 s [`:5`] | 140 s [`:77`] |"
+    assert f"_Cited lines: {LONG_NAME}_" in markdown.replace("\\", "")
+    tables = re.findall(r"<table>.*?</table>", html, re.S)
+    assert tables and not any(f">{LONG_NAME}" in t.replace("<wbr>", "") for t in tables)
+    assert f"Cited lines: {LONG_NAME}" in html
+    memory = re.search(r"_Chart \(in the HTML report\): run 1, TP0-8,10-15 \(15 ranks\): weights 70.00 GiB.*"
+                       r"run 1, TP9: weights 70.10 GiB", markdown)
+    assert memory

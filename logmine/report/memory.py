@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .common import chart_run_name, draw, run_name
+from .common import chart_run_name, draw, rank_groups, run_name
 from .data import ReportData
 from .model import Chart, Heading, Section, Table, Text
 from .words import first_upper, missing, number, quote, rank_span, ranks_caption
@@ -37,11 +37,11 @@ def memory_section(data: ReportData) -> Section | None:
     for (source, ordinal), rows in per_rank.groupby(["source", "run"], sort=False):
         name = run_name(data, source, int(ordinal))
         figures = [c for _, c in MEMORY_SHARES if isinstance(c, str)] + ["kv_tokens"]
-        identical = len(rows[figures].drop_duplicates()) == 1
-        shown = rows.iloc[:1] if identical else rows
-        for _, row in shown.iterrows():
+        groups = rank_groups(rows, figures)
+        identical = len(groups) == 1
+        for row, label in groups:
             signature = tuple(share(row, c) for _, c in MEMORY_SHARES)
-            caption = ranks_caption(list(rows["rank"])) if identical else row["rank"]
+            caption = ranks_caption(list(rows["rank"])) if identical else label
             if identical and signature in signature_seen:
                 caption += f", as {alike_run(data, source, *signature_seen[signature])}"
             signature_seen.setdefault(signature, (source, int(ordinal)))
