@@ -307,8 +307,10 @@ def test_a_report_of_two_journals_describes_each_server_apart(two_journals: str)
 def test_a_run_that_never_became_ready_stops_at_a_phase_of_its_own_server(two_journals: str) -> None:
     """gpu-b never pinned a HiCache pool: its failed run 2 stopped before warmup, as gpu-b's run 1 went on to."""
     timeline = timeline_phases(two_journals)
-    assert timeline["HiCache host pool"] == ["", "unfinished (failed)", "34 s [`gpu-a/journal.txt:995`]", "", ""]
-    assert timeline["warmup"][3:] == ["1 s [`gpu-b/journal.txt:34`]", "unfinished (failed)"]
+    # Each source's table names its file once and cites lines.
+    assert timeline["HiCache host pool"] == ["", "unfinished (failed)", "34 s [`:995`]", "", ""]
+    assert timeline["warmup"][3:] == ["1 s [`:34`]", "unfinished (failed)"]
+    assert "_Cited lines: gpu-a/journal.txt_" in two_journals and "_Cited lines: gpu-b/journal.txt_" in two_journals
 
 
 def test_every_citation_of_two_journals_names_its_own_file(two_journals_db: Path, two_journals: str) -> None:
@@ -351,7 +353,7 @@ def test_the_demo_and_the_kimi_sample_in_one_report(demo_and_kimi: Callable[[], 
     assert "The last configuration's KV pool holds 159,277 tokens (10.42 GiB) on each of its 8 ranks." in summary
     timeline = timeline_phases(md)
     assert timeline["draft model"][:3] == ["", "", ""]  # only Kimi has one: the demo's failed run 2 never began it
-    assert timeline["weights"][3] == "427 s [`kimi-k25/journal.txt:130`]"
+    assert timeline["weights"][3] == "427 s [`:130`]" and "_Cited lines: kimi-k25/journal.txt_" in md
     claims = table_rows(section(md, "The agent").split("### The agent's claims, checked against the logs")[1])
     assert [row[5] for row in claims if row[0] == "inconsistent"] == [
         "kimi-k25/journal.txt:1517", "kimi-k25/journal.txt:1505"]  # where each figure was measured
