@@ -117,7 +117,7 @@ def timeline_section(data: ReportData) -> Section | None:
     phases = [name for _, name, _ in PHASES] + [SERVING, UNFINISHED]
     alt = "; ".join(described)
     blocks = [Text("Each start's phases as rank 0 logged them, or where ranks differ by more than "
-                   f"{RANK_SPREAD_S:.0f} s, each group of ranks within it of each other. Bars of long serving are cut short; the note beside each bar says how "
-                   "long it served."),
+                   f"{RANK_SPREAD_S:.0f} s, each group of ranks within it of each other. Bars of long serving are "
+                   "cut short; the note beside each bar says how long it served."),
               Chart(lambda: draw("gantt", bars, phases, longest or 1.0), alt)]
     return Section("Timeline of every run", blocks + phase_tables(data, columns), "timeline")
