@@ -89,6 +89,8 @@ def main(ctx: click.Context, db: str | None) -> None:
 
     With no command, the story of the database (`logmine summary`) when there is one, else this help."""
     if ctx.invoked_subcommand is not None:
+        if db is not None:  # `logmine --db FILE runs` means that database, as `logmine runs --db FILE` does
+            ctx.default_map = {name: {"db": db} for name in ctx.command.commands} | (ctx.default_map or {})
         return
     if db is None and not Path(DEFAULT_DB).exists():
         click.echo(ctx.get_help())

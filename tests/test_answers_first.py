@@ -122,6 +122,12 @@ def test_the_summary_tells_the_story_in_one_screen(kimi_db: Path) -> None:
         assert shown.startswith("3 server starts of kimi-k2.5 (8 ranks) in journal.txt")
         assert "ready after 690 s" in shown and "358.16 GB in total" in shown
         assert table_rows(shown)[2].replace("│", " ").split()[:2] == ["3", "23:33:42"]
+    # --db before the command is the command's database too
+    listed = subprocess.run([sys.executable, "-m", "logmine", "--db", str(kimi_db), "runs", "--format", "csv",
+                             "--columns", "ordinal,load_seconds"], capture_output=True, text=True, cwd=kimi_db.parent)
+    assert listed.stdout.split() == ["ordinal,load_seconds", "1,690.0", "2,", "3,736.0"]
+    assert error("--db", str(kimi_db.parent / "none.duckdb")).endswith("none.duckdb: no such database (run "
+                                                                      "`logmine ingest` first)")
 
 
 def error(*args: str, cwd: Path | None = None) -> str:
@@ -256,3 +262,18 @@ def test_a_report_of_sixteen_ranks_collapses_what_is_equal_and_names_the_file_on
     memory = re.search(r"_Chart \(in the HTML report\): run 1, TP0-8,10-15 \(15 ranks\): weights 70.00 GiB.*"
                        r"run 1, TP9: weights 70.10 GiB", markdown)
     assert memory
+
+
+def test_a_lab_on_a_host_reached_over_ssh_says_how_to_reach_it(tmp_path: Path) -> None:
+    from logmine.lab import Lab
+
+    lab = Lab(None, 8890, "abc123", tmp_path)  # type: ignore[arg-type]  # no server: only its addresses
+    assert lab.url == "http://127.0.0.1:8890/lab?token=abc123"
+    assert lab.ssh_hint({"SSH_CONNECTION": "10.0.0.5 52100 10.1.230.174 22", "USER": "ops"}) == (
+        "from your machine: ssh -N -L 8890:127.0.0.1:8890 ops@10.1.230.174\n"
+        "  then open http://127.0.0.1:8890/lab?token=abc123")
+    assert lab.ssh_hint({}) is None  # on the user's own machine the URL is enough
+    everywhere = Lab(None, 8890, "abc123", tmp_path, ip="0.0.0.0")  # type: ignore[arg-type]
+    assert everywhere.url.startswith("http://127.0.0.1:8890/")
+    helped = subprocess.run([sys.executable, "-m", "logmine", "lab", "--help"], capture_output=True, text=True).stdout
+    assert "--ip TEXT" in helped and "127.0.0.1" in helped and "token is always required" in " ".join(helped.split())
