@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from logmine import api
-from logmine.sources import looks_binary
-from logmine.table_view import rank_span
+from logmine.inputs.sources import looks_binary
+from logmine.terminal.table_view import rank_span
 
 from .conftest import shared_path
 from .test_terminal import in_terminal
@@ -106,8 +106,9 @@ def test_identical_ranks_are_one_row_and_different_ones_their_own() -> None:
     assert rank_span([f"TP{i}" for i in range(8)]) == "TP0-7 (8 ranks)"
     assert rank_span(["TP0", "TP2"]) == "TP0,2 (2 ranks)"
     assert rank_span(["DP0 TP1", "DP1 TP0"]) == "DP0 TP1,DP1 TP0 (2 ranks)"
-    from logmine.render import Rows, render
-    from logmine.table_view import TableView
+    from logmine.query.rows import Rows
+    from logmine.terminal.render import render
+    from logmine.terminal.table_view import TableView
 
     view = TableView({"rank": "rank", "kv_gib": "KV GiB"}, once=["run"], ranks=["rank"])
     rows = Rows(["run", "rank", "kv_gib"], [(1, f"TP{i}", 9.0 if i == 5 else 10.42) for i in range(8)])
@@ -265,7 +266,7 @@ def test_a_report_of_sixteen_ranks_collapses_what_is_equal_and_names_the_file_on
 
 
 def test_a_lab_on_a_host_reached_over_ssh_says_how_to_reach_it(tmp_path: Path) -> None:
-    from logmine.lab import Lab
+    from logmine.lab.server import Lab
 
     lab = Lab(None, 8890, "abc123", tmp_path)  # type: ignore[arg-type]  # no server: only its addresses
     assert lab.url == "http://127.0.0.1:8890/lab?token=abc123"

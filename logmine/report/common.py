@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..table_view import rank_span
+from ..terminal.table_view import rank_span
 from .data import ReportData
 from .words import elide_middle, missing
 
