@@ -21,6 +21,7 @@ from .query.named_queries import description as query_description
 from .query.named_queries import key_columns
 from .query.named_queries import names as query_names
 from .query.named_queries import summary as query_summary
+from .query.named_queries import view as query_view
 from .query.rows import RowChunks, Rows
 from .query.selection import (
     BAD_ENDS,
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
 __all__ = [  # what this module hands on from the stages; its own functions follow
     "BAD_ENDS", "DEFAULT_DB", "Interrupted", "NotALogmineDatabase", "Report", "RowChunks", "Rows",
     "check_interrupted", "check_selection", "checked_parameters", "ingest", "key_columns", "lock_holder",
-    "parse_offset", "progress_bar", "query_description", "query_names", "query_summary", "render",
+    "parse_offset", "progress_bar", "query_description", "query_names", "query_summary", "query_view", "render",
     "resolve_run", "resolve_session", "resolve_source", "select_run", "sole_source_with_runs", "source_names",
     "summary_text",
 ]
@@ -170,11 +171,17 @@ def report(con: duckdb.DuckDBPyConnection, fmt: str = "html", runs: list[int] | 
     # The source, runs and session must exist, named as for any query (a source by a unique path suffix);
     # run ordinals without a source are refused where several sources have runs, as `diff` refuses them.
     selected = check_selection(con, source=source, session=session)
-    if runs and selected["source"] is None:
-        selected["source"] = sole_source_with_runs(con, str(runs[0]), hint="give --source too")
     for run_ in runs or []:
-        check_selection(con, source=selected["source"], run=run_)
+        selected["source"] = check_selection(con, source=selected["source"], run=run_)["source"]
     return render_report(con, fmt=fmt, runs=runs, source=selected["source"], session=session)
+
+
+def summary(con: duckdb.DuckDBPyConnection, source: str | None = None) -> list[str]:
+    """The report's summary as sentences (without their citations): how many starts, how each ended,
+    what each configuration change did, the last KV pool, the agent's figures checked."""
+    from .report import summary_sentences  # here, not at the top: it loads matplotlib and Jinja2
+
+    return summary_sentences(con, source=check_selection(con, source=source)["source"])
 
 
 def runs(con: duckdb.DuckDBPyConnection, source: str | None = None) -> pd.DataFrame:
@@ -222,9 +229,9 @@ def check_figures(con: duckdb.DuckDBPyConnection, text: str, run: str | int | No
     return rebuild.check_text(con, text, run=which)
 
 
-def unparsed(con: duckdb.DuckDBPyConnection, limit: int = 50) -> pd.DataFrame:
-    """Untyped lines grouped by template, most frequent first."""
-    return named_queries.execute(con, "unparsed", limit=limit)
+def unparsed(con: duckdb.DuckDBPyConnection, limit: int = 50, source: str | None = None) -> pd.DataFrame:
+    """Untyped lines grouped by template, most frequent first (of one source when `source` names one)."""
+    return query(con, "unparsed", limit=limit, source=source)
 
 
 def prepare_ingest(paths: list[str], db: str | Path, jobs: int | None, spark: bool = False) -> None:
