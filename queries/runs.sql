@@ -17,7 +17,7 @@
 -- run's start, stop and exit lines with no time of their own (`journalctl -o cat` drops systemd's):
 -- where it is not 0, a start or end that only such a line shows is missing.
 -- Columns: source, ordinal as run, started_at as started, load_seconds as ready after s, kv_tokens as KV tokens,
---     kv_gib_per_rank as KV GiB, host_cache_gb_per_rank as host GB, end_reason as end, cause
+--     kv_gib_per_rank as KV GiB, host_cache_gb_per_rank as host GB, end_reason as end, end_detail as why
 -- Once: source
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
 WITH selected_runs AS (
