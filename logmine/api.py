@@ -25,7 +25,7 @@ from .render import (
     shortest_unique_suffixes,
     visible,
 )
-from .store import DEFAULT_DB, OFFLINE, connect
+from .store import DEFAULT_DB, OFFLINE, connect, connect_sandboxed
 
 # The ingest machinery, pandas and pyarrow are imported by the functions that use them: a command that
 # only reads (`logmine query`) starts in a fifth of the time.
@@ -194,9 +194,21 @@ def open_db(db: str | Path = DEFAULT_DB) -> Iterator[duckdb.DuckDBPyConnection]:
 
 
 @contextmanager
+def open_sandboxed(db: str | Path = DEFAULT_DB) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A read-only connection that reaches no file but the database (`store.connect_sandboxed`): for SQL
+    someone else wrote, as `logmine sql` and the MCP server run it."""
+    con = connect_sandboxed(db)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+@contextmanager
 def open_data(folder: str | Path) -> Iterator[duckdb.DuckDBPyConnection]:
     """A connection to a folder written by `export_parquet`: the same tables and views as the database it
-    came from (views over its Parquet files), so every named query runs on it unchanged."""
+    came from (views over its Parquet files, the views made from logmine's own SQL, never the folder's), so
+    every named query runs on it unchanged; it reads no file outside the folder."""
     from .partitioned import open_folder
 
     con = open_folder(folder)

@@ -252,10 +252,11 @@ def tables(db: str, fmt: str, columns: str | None, no_pager: bool) -> None:
 @DB_OPTION
 @output_options
 def sql(statement: str, db: str, fmt: str, columns: str | None, no_pager: bool) -> None:
-    """Run any SQL over the logmine tables (`logmine tables` lists them)."""
+    """Run any SQL over the logmine tables (`logmine tables` lists them): read-only, and no file but the
+    database can be read or written (`COPY ... TO`, `read_csv`, `ATTACH` and extensions are refused)."""
     if not statement.strip():
         fail("no SQL statement given (`logmine tables` lists what there is to query)")
-    with api.open_db(db) as con:
+    with api.open_sandboxed(db) as con:
         if fmt == "table":
             show(api.sql_rows(con, statement, at_most=TABLE_MAX_ROWS), fmt, columns, no_pager)
         else:

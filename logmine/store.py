@@ -63,6 +63,26 @@ def connect(db: str | Path = DEFAULT_DB, read_only: bool = False) -> duckdb.Duck
     return duckdb.connect(str(db), read_only=read_only, config=OFFLINE)
 
 
+def connect_sandboxed(db: str | Path = DEFAULT_DB) -> duckdb.DuckDBPyConnection:
+    """A read-only connection to a logmine database that can read nothing but it: what runs SQL someone
+    else wrote (`logmine sql`, the MCP server's tools). `COPY ... TO`, `read_csv` of a path, `ATTACH`,
+    `INSTALL` and `LOAD` fail with DuckDB's one-line permission error."""
+    con = connect(db, read_only=True)
+    sandbox(con)
+    return con
+
+
+def sandbox(con: duckdb.DuckDBPyConnection, allowed_directories: Iterable[str | Path] = ()) -> None:
+    """Turn off every file and network access of `con` but the files already attached (and the folders
+    `allowed_directories`), then lock its configuration so that the SQL it runs cannot turn them on again
+    (nor change any other setting). Set after the database is attached: before, it could not open it."""
+    allowed = [str(Path(d).resolve()) + "/" for d in allowed_directories]
+    if allowed:
+        execute(con, "SET allowed_directories = ?", [allowed])
+    execute(con, "SET enable_external_access = false")
+    execute(con, "SET lock_configuration = true")
+
+
 def _check_file(path: Path, read_only: bool) -> None:
     """Refuse, before DuckDB opens it, what it would fail on badly: a missing database to read, a FIFO (it
     would wait for a writer for ever) or another non-file, and a SQLite file (it would fetch an extension)."""
