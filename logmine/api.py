@@ -536,3 +536,104 @@ def progress_bar(enabled: bool = True) -> Iterator[Progress | None]:
             bar.update(tasks[name], completed=done)
 
         yield update
+
+
+# What an agent asks over MCP (`logmine.mcp_server`), as functions a notebook can call too.
+
+def run_summary(con: duckdb.DuckDBPyConnection, run: str | int | None = None,
+                source: str | None = None) -> dict[str, object]:
+    """One run in full: its `runs` row, where its start-up time went (`load-time`), its memory budget per
+    rank and in all (`memory-budget`), every sign of how it ended (`ends`) and one sentence saying why it
+    ended, with the lines it rests on (`ended`, as the report says it). `run` and `source` as for
+    `select_run` (without `run`: the last run that ended badly, else the last)."""
+    display, ordinal = select_run(con, run, source)
+    picked = {"source": display, "run": ordinal}
+    return {"source": source_names(con)[display], "run": ordinal,
+            "summary": query_rows(con, "runs", **picked), "load_time": query_rows(con, "load-time", **picked),
+            "memory_budget": query_rows(con, "memory-budget", **picked), "ends": query_rows(con, "ends", **picked),
+            "ended": end_story(con, display, ordinal)}
+
+
+def end_story(con: duckdb.DuckDBPyConnection, source: str, run: int) -> dict[str, object]:
+    """Why a run ended, in the report's words (`sentence`), with the log lines and agent messages it rests
+    on (`evidence`: `ref` as `file:line` or `session/message N`, and the line itself)."""
+    from .report.data import gather  # matplotlib and Jinja2 come with the report
+    from .report.ends import end_story as story
+
+    data = gather(con, runs=[run], source=source)
+    row = data["runs"].iloc[0]
+    told = story(data, row)
+    return {"sentence": f"Run {run} of {data.source_name(source)} {told.words}.",
+            "evidence": [{"ref": c.ref, "text": c.text} for c in told.cites]}
+
+
+def what_changed(con: duckdb.DuckDBPyConnection, from_run: str | int, to_run: str | int) -> dict[str, object]:
+    """What changed between two runs (`SOURCE:ORDINAL`, or `ORDINAL` when one source has runs): every server
+    arg that differs, the agent messages that wrote the configuration the later run started with (`links`),
+    and both runs' `runs` rows side by side, for the effect."""
+    (source_a, run_a), (source_b, run_b) = resolve_run(con, str(from_run)), resolve_run(con, str(to_run))
+    changes = diff(con, str(from_run), str(to_run))
+    names = source_names(con)
+    runs_ = [query_rows(con, "runs", source=s, run=r) for s, r in ((source_a, run_a), (source_b, run_b))]
+    links = query_rows(con, "links", source=source_b)
+    at = links.columns.index("run")
+    return {"from": f"{names[source_a]}:{run_a}", "to": f"{names[source_b]}:{run_b}",
+            "changes": Rows(["key", "old", "new"], [tuple(r) for r in changes.itertuples(index=False)]),
+            "changed_by": Rows(links.columns, [r for r in links.rows if r[at] == run_b]),
+            "runs": Rows(runs_[0].columns, runs_[0].rows + runs_[1].rows)}
+
+
+def errors(con: duckdb.DuckDBPyConnection, run: int | None = None, source: str | None = None) -> dict[str, Rows]:
+    """The errors of a run (or of every run): each traceback or abort (`errors`), and every sign of a bad
+    end with its evidence line and the agent command that stopped the run, if one did (`ends`)."""
+    return {"errors": query_rows(con, "errors", run=run, source=source),
+            "ends": query_rows(con, "ends", run=run, source=source)}
+
+
+def tail(con: duckdb.DuckDBPyConnection, source: str | None = None, n: int = 20) -> Rows:
+    """The last `n` typed events of a log source (of every source when None), oldest first: line number,
+    time, rank, event kind and the message."""
+    source = resolve_source(con, source) if source is not None else None
+    return named_queries.fetch(con, """
+        SELECT * FROM (
+            SELECT s.display AS source, l.line_no, l.ts, concat_ws(' ', 'DP' || l.dp, 'PP' || l.pp, 'TP' || l.tp,
+                   'EP' || l.ep) AS rank, l.kind, l.message
+            FROM lines AS l JOIN sources AS s USING (source_id)
+            WHERE l.kind IS NOT NULL AND ($source IS NULL OR s.display = $source)
+            ORDER BY l.ts DESC NULLS LAST, l.source_id DESC, l.line_no DESC LIMIT $n)
+        ORDER BY ts NULLS FIRST, source, line_no""", source=source, n=max(int(n), 0))
+
+
+def check_figures(con: duckdb.DuckDBPyConnection, text: str, run: str | int | None = None,
+                  source: str | None = None) -> Rows:
+    """Every byte, second and token figure of a draft, checked against what the logs measured, as the
+    `claims` of a session are: its verdict (consistent, inconsistent, unverifiable), the measured figure
+    and its `file:line`, and the cause (GiB written as GB, wrong arithmetic). The draft speaks of `run`
+    (as for `select_run`), else of the last run to start (of `source` when given)."""
+    from . import knowledge
+
+    which = select_run(con, run, source) if run is not None else _last_started(con, source)
+    ids = dict(named_queries.fetch(con, "SELECT display, source_id FROM sources").rows)
+    displays = {v: k for k, v in ids.items()}
+    names = source_names(con)
+    found = knowledge.check_text(con, text, (ids[which[0]], which[1]) if which else None)
+    columns = ["text", "verdict", "measured_figure", "measured_source", "cause", "value", "unit", "measured",
+               "quantity", "scope", "source", "run", "arithmetic"]
+    for f in found:  # sources named as `logmine runs` names them: `journal.txt:1517`
+        f["source"] = names.get(displays.get(f["source_id"]))
+        if f["measured_source"]:
+            where, _, line = f["measured_source"].rpartition(":")
+            f["measured_source"] = f"{names.get(where, where)}:{line}"
+    rows = [tuple(f.get(c) for c in columns) for f in found]
+    order = {"inconsistent": 0, "consistent": 1}
+    return Rows(columns, sorted(rows, key=lambda r: order.get(r[1], 2)))
+
+
+def _last_started(con: duckdb.DuckDBPyConnection, source: str | None) -> tuple[str, int] | None:
+    """The run that started last (of `source` when given), or None when there are none."""
+    source = resolve_source(con, source) if source is not None else None
+    found = named_queries.fetch(con, """
+        SELECT s.display, r.ordinal FROM runs AS r JOIN sources AS s USING (source_id)
+        WHERE $source IS NULL OR s.display = $source
+        ORDER BY r.started_at DESC NULLS LAST, r.source_id DESC, r.ordinal DESC LIMIT 1""", source=source).rows
+    return (found[0][0], found[0][1]) if found else None

@@ -301,6 +301,34 @@ def lab(db: str, port: int | None, run_: str | None, source: str | None, browser
         fail(f"JupyterLab exited (code {code})")
 
 
+MCP_TOKEN_ENV = "LOGMINE_MCP_TOKEN"
+
+
+@main.command(short_help="Serve the database to coding agents over MCP (stdio or HTTP).")
+@DB_OPTION
+@click.option("--http", "http_port", type=click.IntRange(1, 65535), default=None, metavar="PORT",
+              help=f"Serve streamable HTTP on http://127.0.0.1:PORT/mcp instead of stdio; clients must send "
+                   f"`Authorization: Bearer TOKEN`, TOKEN from ${MCP_TOKEN_ENV} (else made up and printed on stderr).")
+def mcp(db: str, http_port: int | None) -> None:
+    """Serve the database to coding agents over the Model Context Protocol: tools (runs, run_summary, query,
+    sql, check_figures, what_changed, errors, tail) and resources (the report, the tables), each call on a
+    read-only connection that reaches no other file."""
+    import os
+    import secrets
+
+    from . import mcp_server
+
+    token = os.environ.get(MCP_TOKEN_ENV)
+    if http_port is not None and not token:
+        token = secrets.token_urlsafe(32)
+        click.echo(f"logmine mcp: http://127.0.0.1:{http_port}/mcp, send `Authorization: Bearer {token}` "
+                   f"(set ${MCP_TOKEN_ENV} to choose the token)", err=True)
+    try:
+        mcp_server.serve(db, http_port=http_port, token=token)
+    except OSError as exc:
+        fail(f"127.0.0.1:{http_port}: cannot serve ({exc.strerror})" if http_port else str(exc))
+
+
 @main.command(short_help="Write a postmortem that cites a log line for each figure.")
 @DB_OPTION
 @click.option("-o", "--output", required=True, help="FILE.html, FILE.md, or - for standard output.")

@@ -152,10 +152,7 @@ def _judge(con: duckdb.DuckDBPyConnection) -> None:
     if not readings:
         return
     measured = _measured_by_run(con)
-    runs = [verdicts.Run(s, o, t, json.loads(args) if args else None, last) for s, o, t, args, last in execute(con, """
-        SELECT r.source_id, r.ordinal, r.started_at, c.args, r.last_seen_at
-        FROM runs AS r LEFT JOIN configs AS c USING (config_id)
-        ORDER BY r.started_at""")]
+    runs = _runs(con)
     links: dict[str, list[tuple]] = {}
     for session_id, index, source_id, ordinal in execute(con, """
             SELECT session_id, message_index, source_id, run FROM links ORDER BY session_id, message_index"""):
@@ -169,6 +166,44 @@ def _judge(con: duckdb.DuckDBPyConnection) -> None:
                      "message_first_line": first_line(text),
                      **verdicts.judged_among_runs(reading, which, local_time, runs, measured)})
     _insert(con, "claims", rows, TABLES["claims"])
+
+
+def _runs(con: duckdb.DuckDBPyConnection) -> list:
+    """Every run as `verdicts.Run`, in the order they started."""
+    from .verdicts import Run
+
+    return [Run(s, o, t, json.loads(args) if args else None, last) for s, o, t, args, last in execute(con, """
+        SELECT r.source_id, r.ordinal, r.started_at, c.args, r.last_seen_at
+        FROM runs AS r LEFT JOIN configs AS c USING (config_id)
+        ORDER BY r.started_at""")]
+
+
+def check_text(con: duckdb.DuckDBPyConnection, text: str, which: tuple[int, int] | None) -> list[dict]:
+    """Every checkable figure of a draft (text an agent is about to write), judged as a claim of a
+    message about run `which` (source_id, ordinal): the verdict, the measured figure, its `file:line` and
+    the cause. Nothing is stored: the database may be opened read-only.
+
+    A message of a session is checked only against the figures its cue words name. A draft is checked
+    against everything the run measured: a figure without a cue word ("4 x 10.42 = ~41.7 GB per GPU") may
+    agree with any measured figure of its dimension and scope, and contradicts one only when it is that
+    figure with GiB and GB swapped (the rule of a cue farther than the figure's own clause)."""
+    from . import claims, nlp
+    from .verdicts import judged_among_runs, knowledge, run_with_settings
+
+    runs, measured = _runs(con), _measured_by_run(con)
+    code = nlp.code_blocks(text)
+    pieces = list(nlp.lines(text))
+    found, first = [], 0
+    for (offset, _), doc in zip(pieces, nlp.read(line for _, line in pieces), strict=True):
+        for reading in claims.read_claims(doc, offset, first, in_line(code, offset, len(doc.text))):
+            named = {name for name, _, _ in reading["cues"]}
+            dimension = reading["quantity"][2]  # Quantity.dimension
+            reading["cues"] += [[name, False, len(doc)] for name, q in knowledge()["quantities"].items()
+                                if q["dimension"] == dimension and name not in named]
+            run = run_with_settings(which, None, reading["settings"], runs)  # "--hicache-ratio 4.0 gives ..."
+            found.append(judged_among_runs(reading, run, None, runs, measured))
+        first += sum(1 for _ in doc.sents)
+    return found
 
 
 def _measured_by_run(con: duckdb.DuckDBPyConnection) -> dict[tuple[int, int], dict]:
