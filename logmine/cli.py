@@ -316,8 +316,12 @@ def mcp(db: str, http_port: int | None) -> None:
     import os
     import secrets
 
-    from . import mcp_server
-
+    with api.open_sandboxed(db):  # a missing or foreign database is refused before the SDK loads
+        pass
+    try:
+        from . import mcp_server
+    except ImportError as exc:
+        fail(f"the MCP server needs the mcp package ({exc.name} is missing): pip install 'logmine[mcp]'")
     token = os.environ.get(MCP_TOKEN_ENV)
     if http_port is not None and not token:
         token = secrets.token_urlsafe(32)
