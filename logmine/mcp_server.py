@@ -29,10 +29,11 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from . import api, named_queries
-from .render import Rows, plain_value, render, visible
+from .render import Rows, plain_value, render, select, visible
 from .store import NotALogmineDatabase, lock_holder
 
-CELL_CHARS = 2_000      # one value (a log line, a message, a traceback) in a result
+CELL_CHARS = 2_000      # one value (a log line, a message, a traceback) in a result's structured content
+TEXT_CELL_CHARS = 300   # one value in its text (a server_args dump is 10-14 KB): the structured content has more
 ROWS = 200              # rows of one table in a result
 OUTPUT_CHARS = 40_000   # the text of one result (the structured content is cut with it)
 REPORT_CHARS = 200_000  # the report resource
@@ -101,10 +102,21 @@ def as_data(value: object) -> object:
     return as_data(str(value))
 
 
-def table(rows: Rows, keep: int = ROWS) -> Table:
-    """`rows` as data, the first `keep` of them, saying how many were cut."""
+def short_source(value: object, names: dict[str, str]) -> object:
+    """A source's path, or a `path:line`, as `logmine runs` names it (`journal.txt:1274`)."""
+    if not isinstance(value, str) or not names:
+        return value
+    if value in names:
+        return names[value]
+    path, colon, line = value.rpartition(":")
+    return f"{names[path]}:{line}" if colon and line.isdigit() and path in names else value
+
+
+def table(rows: Rows, keep: int = ROWS, names: dict[str, str] | None = None) -> Table:
+    """`rows` as data, the first `keep` of them, saying how many were cut; sources named as `logmine runs`
+    names them (`names`: display name -> short name)."""
     total = rows.count
-    kept = [[as_data(v) for v in row] for row in rows.rows[:keep]]
+    kept = [[as_data(short_source(v, names or {})) for v in row] for row in rows.rows[:keep]]
     cut = None if total <= len(kept) else (
         f"{total - len(kept):,} of {total:,} rows cut; narrow the question (run, source) or page with `sql` "
         "(LIMIT/OFFSET)")
@@ -119,21 +131,30 @@ def text_of(result: Result) -> str:
         parts.append(f"{name}: {shown}")
     for name, t in result.tables.items():
         shown = "" if t.cut is None else f", {len(t.rows):,} shown"
+        cells = [tuple(text_cell(v) for v in row) for row in t.rows]
         parts.append(f"## {name} ({t.total_rows:,} rows{shown})\n\n"
-                     + (render(Rows(t.columns, [tuple(r) for r in t.rows]), "markdown") if t.rows else "(0 rows)"))
+                     + (render(Rows(t.columns, cells), "markdown") if t.rows else "(0 rows)"))
         if t.cut:
             parts.append(f"Cut: {t.cut}.")
     parts.extend(result.notes)
     return "\n\n".join(parts)
 
 
-def answer(tables: dict[str, Rows] | None = None, facts: dict[str, Any] | None = None,
-           notes: list[str] | None = None) -> CallToolResult:
+def text_cell(value: object) -> object:
+    """A value in the text of a result: nested values as JSON, all cut at TEXT_CELL_CHARS."""
+    shown = json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else value
+    if isinstance(shown, str) and len(shown) > TEXT_CELL_CHARS:
+        return shown[:TEXT_CELL_CHARS] + "…"
+    return shown
+
+
+def answer(con: duckdb.DuckDBPyConnection, tables: dict[str, Rows] | None = None,
+           facts: dict[str, Any] | None = None, notes: list[str] | None = None) -> CallToolResult:
     """A tool's result: readable text and the same as structured content, within OUTPUT_CHARS (tables lose
     rows from their ends until both fit, and say so)."""
-    keep = ROWS
+    keep, names = ROWS, api.source_names(con)
     while True:
-        result = Result(tables={k: table(v, keep) for k, v in (tables or {}).items()},
+        result = Result(tables={k: table(v, keep, names) for k, v in (tables or {}).items()},
                         facts={k: as_data(v) for k, v in (facts or {}).items()}, notes=list(notes or []))
         text = text_of(result)
         size = max(len(text), len(result.model_dump_json()))
@@ -163,6 +184,12 @@ def database(db: Path) -> Iterator[duckdb.DuckDBPyConnection]:
         raise ToolError(visible(f"database error: {str(exc).splitlines()[0]}", one_line=True)) from None
 
 
+def without_config(runs: Rows) -> Rows:
+    """The `runs` rows without their `config` (a whole server_args dump, 10-14 KB a run: `what_changed` and the
+    `config-diff` query say what differs, `query runs` gives it whole)."""
+    return select(runs, [c for c in runs.columns if c != "config"])
+
+
 def query_documentation() -> str:
     """The `query` tool's description: what it does and every named query in one line."""
     listing = "\n".join(f"- {name} ({', '.join(named_queries.parameters(name)) or 'no parameters'}): "
@@ -184,11 +211,13 @@ def build(db: str | Path, **settings: Any) -> MCPServer:
 
     @tool("runs", "Every server run (one launch and its worker processes): when it started, became ready and "
                   "ended, why it ended, load time, weights, KV pool (tokens, GiB per rank), HiCache host memory "
-                  "(GB per rank and in all) and what it served. Filter by source and run ordinal.")
+                  "(GB per rank and in all) and what it served. Filter by source and run ordinal. (Its server "
+                  "args: what_changed, or query runs.)")
     def runs(source: Source = None, run: Annotated[int | None, Field(description="A run ordinal.")] = None
              ) -> ToolResult:
         with database(db) as con:
-            return answer({"runs": api.query_rows(con, "runs", at_most=ROWS, source=source, run=run)})
+            found = api.query_rows(con, "runs", at_most=ROWS, source=source, run=run)
+            return answer(con, {"runs": without_config(found)})
 
     @tool("run_summary", "One run in full: its figures, where its start-up time went per rank (load-time), its "
                          "memory budget per rank and in all (memory-budget: SGLang's KV formula beside the logged "
@@ -197,16 +226,17 @@ def build(db: str | Path, **settings: Any) -> MCPServer:
     def run_summary(run: Run = None, source: Source = None) -> ToolResult:
         with database(db) as con:
             found = api.run_summary(con, run, source)
-        return answer({"run": found["summary"], "load_time": found["load_time"],
-                       "memory_budget": found["memory_budget"], "ends": found["ends"]},
-                      facts={"source": found["source"], "run": found["run"], "ended": found["ended"]})
+            return answer(con, {"run": without_config(found["summary"]), "load_time": found["load_time"],
+                                "memory_budget": found["memory_budget"], "ends": found["ends"]},
+                          facts={"source": found["source"], "run": found["run"], "ended": found["ended"]["sentence"],
+                                 "evidence": found["ended"]["evidence"]})
 
     @tool("query", query_documentation())
     def query(name: Annotated[Literal[tuple(named_queries.names())], Field(description="The query's name.")],
               params: QueryParams | None = None) -> ToolResult:
         given = (params or QueryParams()).model_dump(exclude_none=True)
         with database(db) as con:
-            return answer({name: api.query_rows(con, name, at_most=ROWS, **given)})
+            return answer(con, {name: api.query_rows(con, name, at_most=ROWS, **given)})
 
     @tool("sql", "Any read-only SQL statement (DuckDB) over the logmine tables and views (the resource "
                  "logmine://tables lists them with their columns). Nothing outside the database can be read or "
@@ -222,7 +252,7 @@ def build(db: str | Path, **settings: Any) -> MCPServer:
                 raise ToolError(f"the statement was stopped after {SQL_SECONDS:g} s, the sql tool's limit") from None
             finally:
                 timer.cancel()
-        return answer({"result": rows})
+            return answer(con, {"result": rows})
 
     @tool("check_figures", "Check the byte, second and token figures of a draft you are about to write against what "
                            "the logs measured: each figure's verdict (consistent, inconsistent, unverifiable), the "
@@ -233,10 +263,10 @@ def build(db: str | Path, **settings: Any) -> MCPServer:
                       run: Run = None, source: Source = None) -> ToolResult:
         with database(db) as con:
             found = api.check_figures(con, text, run, source)
-        verdicts = [r[found.columns.index("verdict")] for r in found.rows]
-        return answer({"figures": found}, facts={
-            "inconsistent": verdicts.count("inconsistent"), "consistent": verdicts.count("consistent"),
-            "unverifiable": verdicts.count("unverifiable")})
+            verdicts = [r[found.columns.index("verdict")] for r in found.rows]
+            return answer(con, {"figures": found}, facts={
+                "inconsistent": verdicts.count("inconsistent"), "consistent": verdicts.count("consistent"),
+                "unverifiable": verdicts.count("unverifiable")})
 
     @tool("what_changed", "What changed between two runs: every server arg that differs, the agent message that "
                           "wrote the configuration the later run started with, and both runs' figures side by side.")
@@ -245,22 +275,23 @@ def build(db: str | Path, **settings: Any) -> MCPServer:
                      ) -> ToolResult:
         with database(db) as con:
             found = api.what_changed(con, from_run, to_run)
-        return answer({"changes": found["changes"], "changed_by": found["changed_by"], "runs": found["runs"]},
-                      facts={"from": found["from"], "to": found["to"]})
+            tables = {"changes": found["changes"], "changed_by": found["changed_by"],
+                      "runs": without_config(found["runs"])}
+            return answer(con, tables, facts={"from": found["from"], "to": found["to"]})
 
     @tool("errors", "The errors of a run, or of every run: each traceback or abort with its lines, and every sign "
                     "of a bad end with its evidence line and the agent command that stopped the run, if one did.")
     def errors(run: Annotated[int | None, Field(description="A run ordinal.")] = None, source: Source = None
                ) -> ToolResult:
         with database(db) as con:
-            return answer(api.errors(con, run, source))
+            return answer(con, api.errors(con, run, source))
 
     @tool("tail", "The last typed events of a log source, oldest first: line number, time, rank, event kind and "
                   "the message.")
     def tail(source: Source = None,
              n: Annotated[int, Field(description="How many events.", ge=1, le=TAIL_LINES)] = 20) -> ToolResult:
         with database(db) as con:
-            return answer({"tail": api.tail(con, source, n)})
+            return answer(con, {"tail": api.tail(con, source, n)})
 
     @server.resource("logmine://tables", name="tables", mime_type="text/markdown",
                      description="Every table and view of the database, with its row count and columns.")

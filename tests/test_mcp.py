@@ -123,11 +123,13 @@ def test_runs_and_their_figures(kimi: dict) -> None:
 def test_run_summary_says_run_2_was_stopped_while_loading_by_the_agent(kimi: dict) -> None:
     result = kimi["summary_2"]
     assert not result.is_error
-    ended = result.structured_content["facts"]["ended"]
-    assert "stopped while still loading weights" in ended["sentence"]
-    assert "by the agent" in ended["sentence"] and "not a crash" in ended["sentence"]
-    assert ended["evidence"][0]["ref"] == "journal.txt:1274"
-    assert "systemctl restart sglang-kimi.service" in ended["sentence"]
+    facts = result.structured_content["facts"]
+    ended = facts["ended"]
+    assert ended.startswith("Run 2 of journal.txt was stopped while still loading weights")
+    assert "by the agent (message 22" in ended and "not a crash" in ended
+    assert "systemctl restart sglang-kimi.service" in ended
+    assert [e["ref"] for e in facts["evidence"]] == ["journal.txt:1274", "ses_36bb54d4…/message 22"]
+    assert facts["evidence"][0]["text"] == "Stopping sglang-kimi.service - SGLang Kimi-K2.5 INT4..."
     kinds = [r["kind"] for r in rows(result, "ends")]
     assert "stopped_while_loading" in kinds
     assert "stopped while still loading" in result.content[0].text
