@@ -330,7 +330,8 @@ def mcp(db: str, http_port: int | None) -> None:
     try:
         mcp_server.serve(db, http_port=http_port, token=token)
     except OSError as exc:
-        fail(f"127.0.0.1:{http_port}: cannot serve ({exc.strerror})" if http_port else str(exc))
+        why = os.strerror(exc.errno) if exc.errno else str(exc)
+        fail(f"127.0.0.1:{http_port}: cannot serve ({why})" if http_port and exc.errno else str(exc))
 
 
 @main.command(short_help="Write a postmortem that cites a log line for each figure.")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hmac
 import json
 import math
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -349,6 +350,7 @@ def serve(db: str | Path, http_port: int | None = None, token: str | None = None
 
     if not token:
         raise ValueError("streamable HTTP needs a token: set LOGMINE_MCP_TOKEN")
+    socket.create_server(("127.0.0.1", http_port)).close()  # a port in use: one line (OSError), not uvicorn's log
     auth = AuthSettings(issuer_url=f"http://127.0.0.1:{http_port}", resource_server_url=None)
     server = build(db, log_level="WARNING", auth=auth, token_verifier=BearerToken(token))
     server.run("streamable-http", host="127.0.0.1", port=http_port)
