@@ -316,3 +316,19 @@ def test_mcp_without_a_database_says_so_in_one_line(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [f"logmine: {tmp_path / 'none.duckdb'}: no such database (run "
                                                 "`logmine ingest` first)"]
+
+
+def test_sql_is_stopped_at_its_time_limit(hostile_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from logmine import mcp_server
+
+    monkeypatch.setattr(mcp_server, "SQL_SECONDS", 1.0)
+    slow = "SELECT sum(hash(a.range * b.range)) FROM range(1000000) AS a, range(1000000) AS b"
+
+    async def ask() -> object:  # the server in this process, so that its limit can be lowered
+        async with Client(mcp_server.build(hostile_db)) as client:
+            return await client.call_tool("sql", {"statement": slow})
+
+    started = time.monotonic()
+    result = asyncio.run(ask())
+    assert result.is_error and "stopped after 1 s, the sql tool's limit" in result.content[0].text
+    assert time.monotonic() - started < 30
