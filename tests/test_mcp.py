@@ -332,3 +332,26 @@ def test_sql_is_stopped_at_its_time_limit(hostile_db: Path, monkeypatch: pytest.
     result = asyncio.run(ask())
     assert result.is_error and "stopped after 1 s, the sql tool's limit" in result.content[0].text
     assert time.monotonic() - started < 30
+
+
+def test_an_ingest_writes_between_two_calls(tmp_path: Path) -> None:
+    """The server holds the database only while it answers: a journal that grew is ingested while it runs,
+    and the next call sees the new run."""
+    from .conftest import REPO
+
+    demo = (REPO / "examples" / "demo" / "journal.txt").read_text().splitlines(keepends=True)
+    journal, db = tmp_path / "journal.txt", tmp_path / "grow.duckdb"
+    journal.write_text("".join(demo[:967]))  # runs 1 and 2; the restart that begins run 3 comes later
+    api.ingest([str(journal)], db=db)
+
+    async def calls(client: Client) -> dict:
+        before = await client.call_tool("runs", {})
+        with journal.open("a") as f:
+            f.write("".join(demo[967:]))
+        await asyncio.to_thread(api.ingest, [str(journal)], db=db)  # a writer, while the server runs
+        return {"before": before, "after": await client.call_tool("runs", {})}
+
+    answers = talk(db, calls)
+    assert [r["ordinal"] for r in rows(answers["before"], "runs")] == [1, 2]
+    assert [(r["ordinal"], r["end_reason"]) for r in rows(answers["after"], "runs")] == [
+        (1, "restarted"), (2, "failed"), (3, "running")]
