@@ -184,9 +184,9 @@ def check_text(con: duckdb.DuckDBPyConnection, text: str, which: tuple[int, int]
     the cause. Nothing is stored: the database may be opened read-only.
 
     A message of a session is checked only against the figures its cue words name. A draft is checked
-    against everything the run measured: a figure without a cue word ("4 x 10.42 = ~41.7 GB per GPU") may
-    agree with any measured figure of its dimension and scope, and contradicts one only when it is that
-    figure with GiB and GB swapped (the rule of a cue farther than the figure's own clause)."""
+    against everything the run measured too, but a figure no cue word names ("4 x 10.42 = ~41.7 GB per
+    GPU") is only ever judged against one by a GiB/GB mix-up (the rule of a cue farther than the figure's
+    own clause): agreeing with some figure of the run by chance says nothing of what it is."""
     from . import claims, nlp
     from .verdicts import judged_among_runs, knowledge, run_with_settings
 
@@ -198,10 +198,15 @@ def check_text(con: duckdb.DuckDBPyConnection, text: str, which: tuple[int, int]
         for reading in claims.read_claims(doc, offset, first, in_line(code, offset, len(doc.text))):
             named = {name for name, _, _ in reading["cues"]}
             dimension = reading["quantity"][2]  # Quantity.dimension
-            reading["cues"] += [[name, False, len(doc)] for name, q in knowledge()["quantities"].items()
-                                if q["dimension"] == dimension and name not in named]
+            added = {name for name, q in knowledge()["quantities"].items()
+                     if q["dimension"] == dimension and name not in named}
+            reading["cues"] += [[name, False, len(doc)] for name in sorted(added)]
             run = run_with_settings(which, None, reading["settings"], runs)  # "--hicache-ratio 4.0 gives ..."
-            found.append(judged_among_runs(reading, run, None, runs, measured))
+            claim = judged_among_runs(reading, run, None, runs, measured)
+            if claim["quantity"] in added and " written as " not in (claim["cause"] or ""):
+                claim.update(measured=None, measured_figure=None, measured_source=None, quantity=None, scope=None,
+                             verdict="unverifiable" if claim["verdict"] == "consistent" else claim["verdict"])
+            found.append(claim)
         first += sum(1 for _ in doc.sents)
     return found
 

@@ -65,6 +65,9 @@ def file_statements(folder: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def kimi(kimi_db: Path) -> dict:
     """One server, every tool and resource asked once on the kimi-k25 sample."""
+    with api.open_db(kimi_db) as con:  # the message that sized HiCache's host pool
+        (message_22,), = api.sql_rows(con, "SELECT text FROM messages WHERE idx = 22").rows
+
     async def calls(client: Client) -> dict:
         answers = {"tools": (await client.list_tools()).tools,
                    "resources": [str(r.uri) for r in (await client.list_resources()).resources],
@@ -78,6 +81,7 @@ def kimi(kimi_db: Path) -> dict:
             "unread_param": ("query", {"name": "tables", "params": {"run": 3}}),
             "wrong": ("check_figures", {"text": WRONG}),
             "right": ("check_figures", {"text": RIGHT}),
+            "message_22": ("check_figures", {"text": message_22}),
             "changed": ("what_changed", {"from_run": "2", "to_run": "3"}),
             "errors_2": ("errors", {"run": 2}),
             "tail": ("tail", {"n": 5}),
@@ -168,6 +172,15 @@ def test_check_figures_passes_right_figures(kimi: dict) -> None:
     assert {r["verdict"] for r in figures} == {"consistent"}
     assert {r["measured_source"] for r in figures} >= {"journal.txt:1517", "journal.txt:1505"}
     assert kimi["right"].structured_content["facts"]["inconsistent"] == 0
+
+
+def test_check_figures_of_a_whole_message_flags_only_the_mixups(kimi: dict) -> None:
+    """Message 22 also says "~396 GiB available", "10 GiB safety margin" and "~60 GB for everything else":
+    figures no measured quantity is named for, which agree or not with some figure of the run by chance."""
+    figures = rows(kimi["message_22"], "figures")
+    assert [(r["text"], r["verdict"]) for r in figures if r["verdict"] != "unverifiable"] == [
+        ("4 x 10.42 = ~41.7 GB per GPU", "inconsistent"), ("~334 GB total", "inconsistent")]
+    assert all(r["measured"] is None for r in figures if r["verdict"] == "unverifiable")
 
 
 def test_what_changed_and_who_changed_it(kimi: dict) -> None:
