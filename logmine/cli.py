@@ -316,8 +316,16 @@ def mcp(db: str, http_port: int | None) -> None:
     import os
     import secrets
 
-    with api.open_sandboxed(db):  # a missing or foreign database is refused before the SDK loads
-        pass
+    import duckdb
+
+    from .store import lock_holder
+
+    try:  # a missing or foreign database is refused before the SDK loads; one being written is answered later
+        with api.open_sandboxed(db):
+            pass
+    except duckdb.Error as exc:
+        if lock_holder(exc) is None:
+            raise
     try:
         from . import mcp_server
     except ImportError as exc:
