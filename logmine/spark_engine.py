@@ -123,7 +123,7 @@ def register_folder(spark: SparkSession, folder: str | Path) -> None:
     macros, views = _definitions(definitions(folder))  # logmine's own views, not the folder's SQL
     schema = folder_schema(folder)
     pending = views
-    while pending:  # dependencies first, as in `partitioned.create_views`
+    while pending:  # dependencies first: a view is made once the views it reads exist
         failed = []
         for view, select in pending:
             try:
