@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from logmine import api, named_queries
+from logmine import api
+from logmine.query import named_queries
 
 from .conftest import shared_path
 
@@ -249,7 +250,7 @@ def hostile(hostile_db: Path) -> dict:
 
 
 def test_log_text_comes_back_escaped_and_bounded(hostile: dict) -> None:
-    from logmine.mcp_server import CELL_CHARS, OUTPUT_CHARS
+    from logmine.mcp.server import CELL_CHARS, OUTPUT_CHARS
 
     answers = hostile
     for name, result in answers.items():
@@ -270,7 +271,7 @@ def test_log_text_comes_back_escaped_and_bounded(hostile: dict) -> None:
 
 
 def test_a_result_over_the_cap_loses_rows_and_says_so(hostile: dict) -> None:
-    from logmine.mcp_server import OUTPUT_CHARS
+    from logmine.mcp.server import OUTPUT_CHARS
 
     result = hostile["big"]
     found = result.structured_content["tables"]["result"]
@@ -332,7 +333,7 @@ def test_mcp_without_a_database_says_so_in_one_line(tmp_path: Path) -> None:
 
 
 def test_sql_is_stopped_at_its_time_limit(hostile_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from logmine import mcp_server
+    from logmine.mcp import server as mcp_server
 
     monkeypatch.setattr(mcp_server, "SQL_SECONDS", 1.0)
     slow = "SELECT sum(hash(a.range * b.range)) FROM range(1000000) AS a, range(1000000) AS b"
