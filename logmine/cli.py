@@ -282,10 +282,11 @@ def tables(db: str, fmt: str, columns: str | None, no_pager: bool) -> None:
 @DB_OPTION
 @output_options
 def sql(statement: str, db: str, fmt: str, columns: str | None, no_pager: bool) -> None:
-    """Run any SQL over the logmine tables (`logmine tables` lists them)."""
+    """Run any SQL over the logmine tables (`logmine tables` lists them): read-only, and no file but the
+    database can be read or written (`COPY ... TO`, `read_csv`, `ATTACH` and extensions are refused)."""
     if not statement.strip():
         fail("no SQL statement given (`logmine tables` lists what there is to query)")
-    with api.open_db(db) as con:
+    with api.open_sandboxed(db) as con:
         if fmt == "table":
             show(api.sql_rows(con, statement, at_most=TABLE_MAX_ROWS), fmt, columns, no_pager)
         else:
@@ -331,6 +332,41 @@ def lab(db: str, port: int | None, run_: str | None, source: str | None, browser
         click.echo("JupyterLab stopped")
     elif code:
         fail(f"JupyterLab exited (code {code})")
+
+
+MCP_TOKEN_ENV = "LOGMINE_MCP_TOKEN"
+
+
+@main.command(short_help="Serve the database to coding agents over MCP (stdio or HTTP).")
+@DB_OPTION
+@click.option("--http", "http_port", type=click.IntRange(1, 65535), default=None, metavar="PORT",
+              help=f"Serve streamable HTTP on http://127.0.0.1:PORT/mcp instead of stdio; clients must send "
+                   f"`Authorization: Bearer TOKEN`, TOKEN from ${MCP_TOKEN_ENV} (else made up and printed on stderr).")
+def mcp(db: str, http_port: int | None) -> None:
+    """Serve the database to coding agents over the Model Context Protocol: tools (runs, run_summary, query,
+    sql, check_figures, what_changed, errors, tail) and resources (the report, the tables), each call on a
+    read-only connection that reaches no other file."""
+    import os
+    import secrets
+
+    token = os.environ.get(MCP_TOKEN_ENV)
+    made_up = http_port is not None and not token
+    token = secrets.token_urlsafe(32) if made_up else token
+
+    def announce(url: str) -> None:  # once the database and the port are known to be good
+        if made_up:
+            click.echo(f"logmine mcp: {url}, send `Authorization: Bearer {token}` (set ${MCP_TOKEN_ENV} to choose "
+                       "the token)", err=True)
+
+    try:
+        from .mcp.server import serve  # the SDK loads with it
+    except ImportError as exc:
+        fail(f"the MCP server needs the mcp package ({exc.name} is missing): pip install 'logmine[mcp]'")
+    try:
+        serve(db, http_port=http_port, token=token, announce=announce)
+    except OSError as exc:
+        why = os.strerror(exc.errno) if exc.errno else str(exc)
+        fail(f"127.0.0.1:{http_port}: cannot serve ({why})" if http_port and exc.errno else str(exc))
 
 
 @main.command(short_help="Write a postmortem that cites a log line for each figure.")

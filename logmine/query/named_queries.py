@@ -162,6 +162,8 @@ def _first_rows(con: duckdb.DuckDBPyConnection, sql: str, at_most: int, params: 
     inner = _as_subquery(sql)
     try:
         total = _execute(con, f"SELECT count(*) FROM (\n{inner}\n)", params)[0].fetchone()[0]
+    except duckdb.InterruptException:
+        raise  # stopped (Ctrl-C, a time limit): not a statement to run again as it is
     except duckdb.Error:
         return None
     if total <= at_most:
