@@ -33,7 +33,9 @@ def rebuild(con: duckdb.DuckDBPyConnection, utc_offset: timedelta | None = None)
 
 
 def create_views(con: duckdb.DuckDBPyConnection) -> None:
-    """Run every `queries/views/*.sql` document, then make each event table's `<table>_by_run` view.
+    """Run every `queries/views/*.sql` document, with each event table's `<table>_by_run` view made right
+    after `by_run.sql` (which defines the `events_by_run` macro they are made of), so that the documents
+    after it (`kv_pools.sql`) can read them.
 
     The per-table views are one line each over the `events_by_run` table macro, since a view cannot
     take the table it reads as a parameter.
@@ -41,9 +43,11 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
     for document in sorted(resources.files("logmine.queries").joinpath("views").iterdir(), key=lambda f: f.name):
         if document.name.endswith(".sql"):
             con.execute(document.read_text())
-    for table in EVENT_TABLES:
-        if table.name not in OWN_BY_RUN_VIEW:
-            execute(con, f"CREATE OR REPLACE VIEW {table.name}_by_run AS SELECT * FROM events_by_run('{table.name}')")
+        if document.name == "by_run.sql":
+            for table in EVENT_TABLES:
+                if table.name not in OWN_BY_RUN_VIEW:
+                    execute(con, f"CREATE OR REPLACE VIEW {table.name}_by_run AS "
+                                 f"SELECT * FROM events_by_run('{table.name}')")
 
 
 def _has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
