@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -34,9 +34,13 @@ if TYPE_CHECKING:
     import pandas as pd
     import sqlalchemy
 
+    from . import follow as follow_module
     from . import transcripts
     from .ingest import IngestReport, Progress
     from .sources import SortedInputs
+
+# Called inside an ingest's transaction with the connection and the stage ("before" or "after"; see `ingest`).
+InTransaction = Callable[["duckdb.DuckDBPyConnection", str], None]
 
 # DuckDB keeps pages of the tables being written in memory; this bounds it (it spills to disk beyond).
 INGEST_MEMORY = "128MB"
@@ -66,7 +70,8 @@ class Report:
 
 
 def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None = None, tz: str | None = None,
-           progress: Progress | None = None, redact: bool = False, jobs: int | None = None) -> Report:
+           progress: Progress | None = None, redact: bool = False, jobs: int | None = None,
+           in_transaction: InTransaction | None = None) -> Report:
     """Parse the inputs into typed events in the DuckDB file `db` (created if missing).
 
     Logs and transcripts are stored, and runs, configs, diffs and links recomputed, in one
@@ -83,6 +88,10 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
     rows are stored; 3 or more parse several new log files at once, each in a process of its own
     (`logmine.parallel_ingest`), and a new journal of 256 MB or more by byte ranges (`logmine.byte_ranges`).
     The tables are the same whatever `jobs`.
+
+    `in_transaction` is called inside the ingest's transaction, with the connection, once `"before"` the
+    inputs are read and once `"after"` everything is derived, just before the commit: `logmine follow`
+    keeps its journal cursor and its alerts there, so that they are stored with the rows they cover.
     """
     from . import interrupts
     from .sources import classify_inputs
@@ -100,7 +109,7 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
 
                 start_prefix_checks(con, found.logs)  # on another core, while the parser loads
             report = _ingest_in_transaction(con, found, envelope, utc_offset, progress, redact,
-                                            jobs or os.cpu_count() or 1)
+                                            jobs or os.cpu_count() or 1, in_transaction)
         except BaseException:
             con.close()
             if created:  # as it was: no database
@@ -117,7 +126,7 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
 
 def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, found: SortedInputs, envelope: str | None,
                            utc_offset: timedelta | None, progress: Progress | None, redact: bool,
-                           jobs: int = 1) -> Report:
+                           jobs: int = 1, in_transaction: InTransaction | None = None) -> Report:
     import duckdb
 
     from . import derive, interrupts, knowledge, transcripts
@@ -130,6 +139,8 @@ def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, found: SortedInputs, 
     execute(con, "SET threads = 1")  # the parse worker has the other core
     execute(con, "BEGIN TRANSACTION")
     try:
+        if in_transaction:
+            in_transaction(con, "before")
         redact = redact or setting(con, "redact") == "on"
         if redact:
             save_setting(con, "redact", "on")
@@ -162,6 +173,8 @@ def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, found: SortedInputs, 
             source.untimed_markers = int(untimed.get(source.source_id) or 0)
         interrupts.check()
         knowledge.rebuild(con)  # facts, claims, decisions; spaCy only when a transcript has text
+        if in_transaction:
+            in_transaction(con, "after")
         interrupts.check()  # the last moment at which stopping leaves the database as it was
     except BaseException:
         execute(con, "ROLLBACK")
@@ -524,3 +537,34 @@ def progress_bar(enabled: bool = True) -> Iterator[Progress | None]:
             bar.update(tasks[name], completed=done)
 
         yield update
+
+
+def follow(db: str | Path = DEFAULT_DB, *, unit: str | None = None, journal_file: str | None = None,
+           journal_dir: str | None = None, paths: list[str] | None = None, rules: str | Path | None = None,
+           builtin_rules: bool = True, on_alert: str | None = None, alerts_jsonl: str | Path | None = None,
+           sinks: list | None = None, on_commit: Callable | None = None) -> follow_module.Follower:
+    """A follower that keeps `db` current with a journal (a systemd `unit`, a `journal_file` or a
+    `journal_dir`) and/or log files and folders (`paths`), raising the alerts of the built-in rules and
+    of the TOML file `rules`; call its `run()` (it returns when `stop()` is called, from a signal handler or
+    another thread). Each alert goes to `sinks` (`logmine.alerts.Sink`s), to the JSON-lines file
+    `alerts_jsonl`, to the shell command `on_alert` (the alert as JSON on its stdin) and into the `alerts`
+    table; `on_commit(commit)` is called after each commit (`logmine.follow.Commit`: lines, alerts, the
+    current run's status)."""
+    from . import alerts
+    from .follow import Follower, FollowError, JournalSpec
+
+    if sum(x is not None for x in (unit, journal_file, journal_dir)) > 1:
+        raise FollowError("give one of --unit, --journal-file and --journal-dir")
+    journal = JournalSpec(unit, journal_file, journal_dir) if (unit or journal_file or journal_dir) else None
+    if journal is None and not paths:
+        raise FollowError("nothing to follow: give --unit, --journal-file, --journal-dir or PATHs")
+    for given in (journal_file, journal_dir):
+        if given is not None and not Path(given).exists():
+            raise FollowError(f"{given}: no such journal file or folder")
+    chosen = list(sinks or [])
+    if alerts_jsonl:
+        chosen.append(alerts.JsonLinesSink(alerts_jsonl))
+    if on_alert:
+        chosen.append(alerts.CommandSink(on_alert, on_error=lambda line: print(f"logmine: {line}", file=sys.stderr)))
+    return Follower(str(db), journal, list(paths or []), alerts.load_rules(rules, builtin_rules), chosen,
+                    on_commit=on_commit)
