@@ -77,10 +77,11 @@ class JournalSpec:
         command = [journalctl, "-o", "json", "--all", "--show-cursor", "--follow", "--no-pager"]
         if self.unit:
             command += ["--unit", self.unit]
+        # Absolute: `journalctl -f --file NAME` fails to watch a relative name ("Failed to get journal fd").
         if self.file:
-            command += ["--file", self.file]
+            command += ["--file", str(Path(self.file).resolve())]
         if self.directory:
-            command += ["--directory", self.directory]
+            command += ["--directory", str(Path(self.directory).resolve())]
         # Without a cursor, the whole journal: --no-tail, where -f alone starts at its last 10 entries.
         command += [f"--after-cursor={after_cursor}"] if after_cursor else ["--no-tail"]
         return command
@@ -205,6 +206,17 @@ class WatchedFile:
     inode: int
     size: int
     mtime_ns: int
+    head: bytes  # its first bytes: a file rewritten from its start (truncated, then written past its old size)
+
+
+HEAD_BYTES = 1024
+
+
+def _watched(path: str) -> WatchedFile:
+    st = os.stat(path)
+    with open(path, "rb") as f:
+        head = f.read(HEAD_BYTES)
+    return WatchedFile(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, head)
 
 
 class FileWatch:
@@ -225,8 +237,7 @@ class FileWatch:
         now: dict[str, WatchedFile] = {}
         for path in current:
             with contextlib.suppress(OSError):
-                st = os.stat(path)
-                now[path] = WatchedFile(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+                now[path] = _watched(path)
         by_inode = {(w.device, w.inode): path for path, w in now.items()}
         rotated, changed = [], []
         self.truncated = []
@@ -237,7 +248,8 @@ class FileWatch:
                 moved_to = _find_inode(Path(path).parent, before.device, before.inode)
             if moved_to and moved_to != path and (after is None or after.inode != before.inode):
                 rotated.append(moved_to)
-            if after and after.inode == before.inode and after.size < before.size:
+            if after and after.inode == before.inode and (after.size < before.size
+                                                          or not after.head.startswith(before.head)):
                 self.truncated.append(path)
         for path, after in now.items():
             before = self.seen.get(path)
@@ -245,8 +257,8 @@ class FileWatch:
                                                                                   after.mtime_ns):
                 changed.append(path)
         for path in rotated:
-            st = os.stat(path)
-            now[path] = WatchedFile(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+            with contextlib.suppress(OSError):
+                now[path] = _watched(path)
         self.seen = now
         return list(dict.fromkeys(rotated + changed))
 
@@ -332,9 +344,6 @@ class Follower:
                 if taken and not spool.pending:
                     spool.first_pending_at = time.monotonic()
                 spool.pending += taken
-                if ended and not self.stopping and feed.process.wait() != 0 and not spool.pending:
-                    detail = "; ".join(feed.errors[-2:]) or f"exit status {feed.process.returncode}"
-                    raise FollowError(f"journalctl ended: {detail}")
             elif not self.stopping:
                 time.sleep(POLL_SECONDS if watch else 0.05)
             due = spool is not None and spool.pending and (
@@ -346,8 +355,11 @@ class Follower:
                 next_poll = time.monotonic() + POLL_SECONDS
             if due or files:
                 self._commit(spool if due else None, watch, files)
-            if ended and not (spool and spool.pending) and not watch:
-                return
+            if ended and not spool.pending and not self.stopping:
+                # `journalctl -f` ends only when it fails (it may say so with exit status 0).
+                feed.process.wait()
+                detail = "; ".join(feed.errors[-2:]) or f"exit status {feed.process.returncode}"
+                raise FollowError(f"journalctl ended: {detail}")
 
     def _commit(self, spool: Spool | None, watch: FileWatch | None, files: list[str]) -> None:
         from . import api
@@ -445,7 +457,7 @@ def current_status(con: duckdb.DuckDBPyConnection) -> dict | None:
     phase = execute(con, """SELECT kind FROM lines WHERE source_id = ? AND line_no BETWEEN ? AND ? AND kind IS NOT NULL
                             AND kind NOT IN ('decode_batch', 'prefill_batch', 'http_request', 'notice')
                             ORDER BY line_no DESC LIMIT 1""", in_run)
-    kv = execute(con, """SELECT tokens, kv_size_gib FROM kv_cache WHERE source_id = ? AND line_no BETWEEN ? AND ?
+    kv = execute(con, """SELECT tokens, coalesce(kv_size_gib, k_size_gib + v_size_gib) FROM kv_cache WHERE source_id = ? AND line_no BETWEEN ? AND ?
                          AND tokens IS NOT NULL ORDER BY line_no LIMIT 1""", in_run) \
         if _has_table(con, "kv_cache") else []
     serving = execute(con, """SELECT running_req, queue_req, token_usage, gen_throughput_tok_s FROM decode_batches
