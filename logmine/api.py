@@ -71,7 +71,7 @@ class Report:
 
 def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None = None, tz: str | None = None,
            progress: Progress | None = None, redact: bool = False, jobs: int | None = None,
-           in_transaction: InTransaction | None = None) -> Report:
+           in_transaction: InTransaction | None = None, open_runs_only: bool = False) -> Report:
     """Parse the inputs into typed events in the DuckDB file `db` (created if missing).
 
     Logs and transcripts are stored, and runs, configs, diffs and links recomputed, in one
@@ -92,6 +92,8 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
     `in_transaction` is called inside the ingest's transaction, with the connection, once `"before"` the
     inputs are read and once `"after"` everything is derived, just before the commit: `logmine follow`
     keeps its journal cursor and its alerts there, so that they are stored with the rows they cover.
+    `open_runs_only` derives again only the runs the inputs' new lines can change (the last run of each
+    source read, and the runs after it): a follow's batch adds lines at the end of its sources.
     """
     from . import interrupts
     from .sources import classify_inputs
@@ -109,7 +111,7 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
 
                 start_prefix_checks(con, found.logs)  # on another core, while the parser loads
             report = _ingest_in_transaction(con, found, envelope, utc_offset, progress, redact,
-                                            jobs or os.cpu_count() or 1, in_transaction)
+                                            jobs or os.cpu_count() or 1, in_transaction, open_runs_only)
         except BaseException:
             con.close()
             if created:  # as it was: no database
@@ -126,7 +128,8 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
 
 def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, found: SortedInputs, envelope: str | None,
                            utc_offset: timedelta | None, progress: Progress | None, redact: bool,
-                           jobs: int = 1, in_transaction: InTransaction | None = None) -> Report:
+                           jobs: int = 1, in_transaction: InTransaction | None = None,
+                           open_runs_only: bool = False) -> Report:
     import duckdb
 
     from . import derive, interrupts, knowledge, transcripts
@@ -167,7 +170,8 @@ def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, found: SortedInputs, 
             except Exception as exc:  # this transcript is bad: it costs only itself
                 report.logs.failed.append(failure_line(str(path), exc))
         interrupts.check()
-        derive.rebuild(con, utc_offset=utc_offset)
+        touched = {s.source_id: s.status for s in logs.sources} if open_runs_only else None
+        derive.rebuild(con, utc_offset=utc_offset, open_runs_of=touched)
         untimed = dict(execute(con, "SELECT source_id, sum(untimed_markers) FROM runs GROUP BY ALL"))
         for source in report.logs.sources:
             source.untimed_markers = int(untimed.get(source.source_id) or 0)

@@ -20,11 +20,20 @@ from .store import execute
 OWN_BY_RUN_VIEW = {"kv_cache"}
 
 
-def rebuild(con: duckdb.DuckDBPyConnection, utc_offset: timedelta | None = None) -> None:
+def rebuild(con: duckdb.DuckDBPyConnection, utc_offset: timedelta | None = None,
+            open_runs_of: dict[int, str] | None = None) -> None:
     """Recompute runs, configs, config diffs, the derived views, the untyped lines' templates and the
-    links between transcripts and runs."""
-    runs.rebuild_runs(con)
-    create_views(con)
+    links between transcripts and runs. With `open_runs_of` (what a follow's batch read: each source id
+    with its ingest status), only the runs of the sources that grew that were open, and the ones after
+    them, and the runs of new or replaced sources (`runs.update_open_runs`); the views are made only
+    where they are missing."""
+    if open_runs_of is None:
+        runs.rebuild_runs(con)
+    else:
+        runs.update_open_runs(con, {s for s, status in open_runs_of.items() if status == "grown"},
+                              {s for s, status in open_runs_of.items() if status in ("new", "replaced")})
+    if open_runs_of is None or not _has_table(con, f"{EVENT_TABLES[-1].name}_by_run"):
+        create_views(con)  # a follow's batches keep the views its first commit made
     if _has_table(con, "lines"):
         templates.mine(con)
     if _has_table(con, "sessions"):

@@ -313,6 +313,7 @@ class Follower:
     batch_lines: int = BATCH_LINES
     batch_seconds: float = BATCH_SECONDS
     stopping: bool = False
+    committed_once: bool = False  # the first commit derives everything again; the later ones, the open runs
 
     def stop(self) -> None:
         """Stop after the commit under way (a signal handler may call it)."""
@@ -384,7 +385,8 @@ class Follower:
         waited = False
         while True:
             try:
-                report = api.ingest(inputs, db=self.db, jobs=1, in_transaction=in_transaction)
+                report = api.ingest(inputs, db=self.db, jobs=1, in_transaction=in_transaction,
+                                    open_runs_only=self.committed_once)
                 break
             except duckdb.IOException as exc:
                 holder = lock_holder(exc)
@@ -395,6 +397,7 @@ class Follower:
                                  "database open")
                 waited = True
                 time.sleep(WRITE_WAIT_S)
+        self.committed_once = True
         if spool and position:
             spool.committed(*position)
         self._deliver(raised)

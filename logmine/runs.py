@@ -103,6 +103,41 @@ def rebuild_runs(con: duckdb.DuckDBPyConnection) -> None:
     insert_rows(con, "config_diffs", DIFF_COLUMNS, diffs)
 
 
+def update_open_runs(con: duckdb.DuckDBPyConnection, grown: set[int], whole: set[int] = frozenset()) -> None:
+    """`rebuild_runs` for a follow's batch, touching only what it can change: the last run of each source in
+    `grown` (the one still open when the batch came) and the runs after it; the sources of `whole` (new, or
+    read again from their start) are segmented whole. The other runs, and the other sources' runs, stay as
+    they were."""
+    for name, columns in (("runs", RUNS_COLUMNS), ("configs", CONFIG_COLUMNS), ("config_diffs", DIFF_COLUMNS)):
+        create_table(con, name, columns)
+    configs = {c: (args, n) for c, args, n in execute(con, "SELECT config_id, CAST(args AS VARCHAR), n_args FROM configs")}
+    known = set(configs)
+    all_runs, diffs = [], []
+    for source_id in sorted(grown | whole):
+        found = execute(con, "SELECT envelope FROM sources WHERE source_id = ? AND kind = 'log'", [source_id])
+        if not found:
+            continue
+        last = execute(con, "SELECT ordinal, first_line_no FROM runs WHERE source_id = ? ORDER BY ordinal DESC LIMIT 1",
+                       [source_id])
+        # From the open run on; the first run is segmented whole (lines before its start belong to it).
+        before, from_line = (last[0][0] - 1, last[0][1]) if last and last[0][0] > 1 and source_id not in whole \
+            else (0, None)
+        runs = segment(con, source_id, found[0][0], from_line)
+        rows = [describe_run(r, before + i + 1, i + 1 == len(runs)) for i, r in enumerate(runs)]
+        attach_configs(con, source_id, rows, configs)
+        earlier = execute(con, """SELECT ordinal, config_id FROM runs WHERE source_id = ? AND ordinal <= ?
+                                  AND config_id IS NOT NULL ORDER BY ordinal DESC LIMIT 1""", [source_id, before])
+        closed = [{"ordinal": o, "config_id": c} for o, c in earlier]
+        execute(con, "DELETE FROM runs WHERE source_id = ? AND ordinal > ?", [source_id, before])
+        execute(con, "DELETE FROM config_diffs WHERE source_id = ? AND to_run > ?", [source_id, before])
+        all_runs += rows
+        diffs += config_diffs(source_id, closed + rows, configs)
+    insert_rows(con, "runs", RUNS_COLUMNS, all_runs)
+    insert_rows(con, "configs", CONFIG_COLUMNS, [{"config_id": c, "args": args, "n_args": n}
+                                                 for c, (args, n) in configs.items() if c not in known])
+    insert_rows(con, "config_diffs", DIFF_COLUMNS, diffs)
+
+
 def insert_rows(con: duckdb.DuckDBPyConnection, table: str, columns: dict[str, str], rows: list[dict]) -> None:
     """Append rows (dicts keyed by column) in one go: a crash loop makes thousands of runs."""
     if rows:
@@ -120,8 +155,11 @@ def _values(values: Iterable[object]) -> pa.Array:
         return pa.array([None if v is None else str(v) for v in values], pa.string())
 
 
-def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None) -> list[Run]:
-    """Split a source's lines (read in `envelope`) into runs."""
+def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None,
+            from_line: int | None = None) -> list[Run]:
+    """Split a source's lines (read in `envelope`) into runs; only its lines from `from_line` on, the first
+    line of a run, when given (`update_open_runs`)."""
+    since = from_line or 0
     # A line's own time: `-o cat` and plain files give systemd's lines no time, and the parser carries the
     # previous line's time onto them; for run boundaries that borrowed time would be misleading.
     own_ts = "CASE WHEN l.log_ts IS NULL THEN NULL ELSE l.ts END" if envelope == "plain" else "l.ts"
@@ -133,17 +171,22 @@ def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None
             ON x.source_id = l.source_id AND x.line_no = l.line_no AND x.kind = 'systemd_main_exited'
         LEFT JOIN server_events AS e
             ON e.source_id = l.source_id AND e.line_no = l.line_no AND e.kind = 'uvicorn_started'
-        WHERE l.source_id = $source AND l.kind IN ({', '.join("'" + k + "'" for k in MARKER_KINDS)})
-        ORDER BY l.line_no""", {"source": source_id})]
+        WHERE l.source_id = $source AND l.line_no >= $since
+            AND l.kind IN ({', '.join("'" + k + "'" for k in MARKER_KINDS)})
+        ORDER BY l.line_no""", {"source": source_id, "since": since})]
+    systemd = under_systemd(markers) if from_line is None else bool(execute(con, """
+        SELECT 1 FROM lines WHERE source_id = ? AND kind IN ('systemd_starting', 'systemd_started') LIMIT 1""",
+                                                                           [source_id]))
     # Under systemd a run begins with the unit's start, whatever the PIDs do (see `run_starts`).
-    lifetimes = [] if under_systemd(markers) else execute(con, f"""
+    lifetimes = [] if systemd else execute(con, f"""
         SELECT min(line_no), max(line_no) FROM lines AS l
-        WHERE source_id = ? AND {SERVER_PID_LINE} AND kind IS DISTINCT FROM 'journald_suppressed'
-        GROUP BY pid ORDER BY 1""", [source_id])
-    extent = execute(con, "SELECT min(line_no), max(line_no), max(ts) FROM lines WHERE source_id = ?", [source_id])[0]
+        WHERE source_id = ? AND line_no >= ? AND {SERVER_PID_LINE} AND kind IS DISTINCT FROM 'journald_suppressed'
+        GROUP BY pid ORDER BY 1""", [source_id, since])
+    extent = execute(con, "SELECT min(line_no), max(line_no), max(ts) FROM lines WHERE source_id = ? AND line_no >= ?",
+                     [source_id, since])[0]
     if extent[0] is None:
         return []
-    boundaries = run_starts(markers, launch_starts(lifetimes), extent[0])
+    boundaries = run_starts(markers, launch_starts(lifetimes), extent[0], systemd)
     runs = [Run(source_id, b) for b in boundaries]
     for current, following in zip(runs, runs[1:] + [None], strict=True):
         current.last_line_no = following.first_line_no - 1 if following else extent[1]
@@ -154,7 +197,7 @@ def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None
         runs[index].markers.append(m)
     # One grouped query for all runs (a crash loop of thousands of restarts would otherwise pay one per
     # run), by PID within each run.
-    bounds: dict[str, object] = {"source": source_id, "firsts": [r.first_line_no for r in runs]}
+    bounds: dict[str, object] = {"source": source_id, "since": since, "firsts": [r.first_line_no for r in runs]}
     join = ASOF_JOIN
     if len(runs) <= RANGE_JOIN_MAX_RUNS:
         join, bounds["lasts"] = RANGE_JOIN, [r.last_line_no for r in runs]
@@ -166,7 +209,7 @@ def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None
             SELECT s.run_index, l.pid, l.kind, {SERVER_PID_LINE}, count(*), min({own_ts}), max({own_ts}),
                    count(*) FILTER (WHERE {own_ts} IS NULL)
             FROM lines AS l {join}
-            WHERE l.source_id = $source
+            WHERE l.source_id = $source AND l.line_no >= $since
             GROUP BY ALL""", bounds):
         current = runs[index]
         if server_line:
@@ -177,7 +220,7 @@ def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None
             current.traffic[kind] += count
         current.first_ts = _extreme(min, current.first_ts, first_ts)
         current.last_ts = _extreme(max, current.last_ts, last_ts)
-    if len(runs) > 1 and not runs[0].markers and not runs[0].pids:
+    if from_line is None and len(runs) > 1 and not runs[0].markers and not runs[0].pids:
         # Lines before the first start (a journal header, a boot marker) belong to the first run.
         runs[1].first_line_no = runs[0].first_line_no
         runs[1].untimed_markers += runs[0].untimed_markers
@@ -212,7 +255,8 @@ def launch_starts(lifetimes: list[tuple[int, int]]) -> set[int]:
     return starts
 
 
-def run_starts(markers: list[Marker], pid_launches: set[int], first_line: int) -> list[int]:
+def run_starts(markers: list[Marker], pid_launches: set[int], first_line: int,
+               has_systemd: bool | None = None) -> list[int]:
     """First line of each run: a run is one launch of the server, with all its worker processes.
 
     Under systemd a run begins with the unit's `Starting` (or a `Started` without one). Elsewhere it
@@ -220,7 +264,8 @@ def run_starts(markers: list[Marker], pid_launches: set[int], first_line: int) -
     within one run, or at a uvicorn `Started server process` after the run's process has ended (several
     tokenizer workers each log one while the launch is starting).
     """
-    has_systemd = under_systemd(markers)
+    if has_systemd is None:
+        has_systemd = under_systemd(markers)
     starts = [first_line]
     previous_systemd = None
     run_has_args = run_has_ended = False

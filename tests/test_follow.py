@@ -220,3 +220,39 @@ def test_sigkill_at_random_moments_loses_and_repeats_nothing(tmp_path: Path) -> 
     same.parent.mkdir()
     same.write_bytes(journal_json(journal))
     the_same_without(ingested([same], tmp_path / "once.duckdb"), tables(db), FOLLOW_TABLES)
+
+
+def test_query_and_report_read_the_database_while_follow_writes_it(tmp_path: Path) -> None:
+    lines = DEMO.read_bytes().splitlines(keepends=True)
+    server = tmp_path / "journal.txt"
+    server.write_bytes(b"".join(lines[:120]))
+    db = tmp_path / "live.duckdb"
+    process = start_follow(str(server), "--db", str(db), cwd=tmp_path)
+    try:
+        wait_for(lambda: (scalar(db, "SELECT count(*) FROM lines") or 0) > 0, "the first lines", process)
+        written, runs_seen = 120, []
+        for _ in range(3):
+            with server.open("ab") as out:
+                out.write(b"".join(lines[written:written + 350]))
+            written += 350
+            runs = subprocess.run([*LOGMINE, "query", "runs", "--db", str(db), "--format", "json"],
+                                  capture_output=True, text=True, timeout=60)
+            assert runs.returncode == 0, runs.stderr
+            runs_seen.append(len(json.loads(runs.stdout)))
+            report = subprocess.run([*LOGMINE, "report", "--db", str(db), "-o", "-", "--format", "markdown"],
+                                    capture_output=True, text=True, timeout=120)
+            assert report.returncode == 0, report.stderr
+            assert "run 1" in report.stdout.lower()
+        assert runs_seen[0] >= 1 and runs_seen == sorted(runs_seen)
+        # A reader that keeps the database open (a notebook) holds the writer back, which waits and says so.
+        with server.open("ab") as out:
+            out.write(b"".join(lines[written:]))
+        reader = connect(db, read_only=True)
+        time.sleep(2)
+        reader.close()
+        wait_for(lambda: scalar(db, "SELECT count(*) FROM lines") == len(lines), "every line", process)
+        out = stop(process)
+    finally:
+        process.kill()
+    assert "waiting: process" in out and "has the database open" in out
+    assert scalar(db, "SELECT count(*) FROM runs") == 3
