@@ -23,7 +23,6 @@ import re
 import string
 import subprocess
 import sys
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import IO
 
 import duckdb
+import tomllib
 
 from . import named_queries
 from .store import create_table, execute

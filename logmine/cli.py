@@ -123,10 +123,12 @@ def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None
 @DB_OPTION
 @click.option("--unit", default=None, help="Follow this systemd unit's journal (journalctl -u UNIT -f).")
 @click.option("--journal-file", default=None, metavar="FILE", help="Follow one journal file (journalctl --file).")
-@click.option("--journal-dir", default=None, metavar="DIR", help="Follow a folder of journal files (journalctl --directory).")
+@click.option("--journal-dir", default=None, metavar="DIR",
+              help="Follow a folder of journal files (journalctl --directory).")
 @click.option("--rules", default=None, metavar="FILE", help="A TOML file of alert rules, added to the built-in ones.")
 @click.option("--no-builtin-rules", is_flag=True, help="Only the rules of --rules.")
-@click.option("--on-alert", default=None, metavar="CMD", help="Run CMD (by the shell) for each alert, the alert as JSON on stdin.")
+@click.option("--on-alert", default=None, metavar="CMD",
+              help="Run CMD (by the shell) for each alert, the alert as JSON on stdin.")
 @click.option("--alerts-jsonl", default=None, metavar="FILE", help="Append each alert to FILE as one JSON line.")
 def follow(paths: tuple[str, ...], db: str, unit: str | None, journal_file: str | None, journal_dir: str | None,
            rules: str | None, no_builtin_rules: bool, on_alert: str | None, alerts_jsonl: str | None) -> None:

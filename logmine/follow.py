@@ -460,7 +460,8 @@ def current_status(con: duckdb.DuckDBPyConnection) -> dict | None:
     phase = execute(con, """SELECT kind FROM lines WHERE source_id = ? AND line_no BETWEEN ? AND ? AND kind IS NOT NULL
                             AND kind NOT IN ('decode_batch', 'prefill_batch', 'http_request', 'notice')
                             ORDER BY line_no DESC LIMIT 1""", in_run)
-    kv = execute(con, """SELECT tokens, coalesce(kv_size_gib, k_size_gib + v_size_gib) FROM kv_cache WHERE source_id = ? AND line_no BETWEEN ? AND ?
+    kv = execute(con, """SELECT tokens, coalesce(kv_size_gib, k_size_gib + v_size_gib) FROM kv_cache
+                         WHERE source_id = ? AND line_no BETWEEN ? AND ?
                          AND tokens IS NOT NULL ORDER BY line_no LIMIT 1""", in_run) \
         if _has_table(con, "kv_cache") else []
     serving = execute(con, """SELECT running_req, queue_req, token_usage, gen_throughput_tok_s FROM decode_batches

@@ -11,6 +11,17 @@ from .follow import Commit
 from .render import visible
 
 CLEAR_LINE = "\x1b[2K"
+# What a starting server is doing, by the kind of its last typed line.
+PHASES = {
+    "systemd_starting": "launching", "systemd_started": "launching", "server_args": "launching",
+    "init_distributed_begin": "initialising torch distributed", "init_distributed_end": "loading weights",
+    "load_weight_begin": "loading weights", "load_weight_end": "allocating the KV pool",
+    "kv_cache_allocated": "allocating the KV pool", "memory_pool_end": "capturing CUDA graphs",
+    "cuda_graph_begin": "capturing CUDA graphs", "cuda_graph_batch_sizes": "capturing CUDA graphs",
+    "cuda_graph_end": "starting the HTTP server", "capacity": "starting the HTTP server",
+    "hicache_host_alloc": "pinning the HiCache host pool", "uvicorn_started": "warming up",
+    "uvicorn_startup": "warming up", "uvicorn_running": "warming up",
+}
 UP = "\x1b[{n}F"
 
 
@@ -21,7 +32,7 @@ def status_lines(status: dict | None, commit: Commit) -> list[str]:
     elapsed = _seconds(status.get("elapsed_s"))
     head = f"{status['source']} run {status['run']}: {status['state']}"
     if status["state"] == "starting":
-        head += f" ({status.get('last_event') or 'launching'}, {elapsed})"
+        head += f" ({PHASES.get(status.get('last_event') or '', 'launching')}, {elapsed})"
     elif status.get("load_s") is not None:
         head += f" (ready after {_seconds(status['load_s'])}, up {elapsed})"
     else:

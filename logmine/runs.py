@@ -110,7 +110,8 @@ def update_open_runs(con: duckdb.DuckDBPyConnection, grown: set[int], whole: set
     they were."""
     for name, columns in (("runs", RUNS_COLUMNS), ("configs", CONFIG_COLUMNS), ("config_diffs", DIFF_COLUMNS)):
         create_table(con, name, columns)
-    configs = {c: (args, n) for c, args, n in execute(con, "SELECT config_id, CAST(args AS VARCHAR), n_args FROM configs")}
+    configs = {c: (args, n)
+               for c, args, n in execute(con, "SELECT config_id, CAST(args AS VARCHAR), n_args FROM configs")}
     known = set(configs)
     all_runs, diffs = [], []
     for source_id in sorted(grown | whole):

@@ -44,8 +44,9 @@ class Journal:
     def start(self, pid: int, seed: int, weights_s: float) -> None:
         self.systemd(f"Starting {UNIT} - SGLang...")
         self.systemd(f"Started {UNIT} - SGLang.")
-        self.at(5).server(pid, f"server_args=ServerArgs(model_path='Qwen/Qwen3-8B', tp_size=1, mem_fraction_static=0.87, "
-                               f"random_seed={seed}, enable_hierarchical_cache=True, hicache_ratio=2.0)", rank=None)
+        self.at(5).server(pid, "server_args=ServerArgs(model_path='Qwen/Qwen3-8B', tp_size=1, "
+                               f"mem_fraction_static=0.87, random_seed={seed}, enable_hierarchical_cache=True, "
+                               "hicache_ratio=2.0)", rank=None)
         self.at(3).server(pid, "Init torch distributed begin.")
         self.at(1).server(pid, "Init torch distributed ends. elapsed=1.00 s, mem usage=0.53 GB")
         self.at(1).server(pid, "Load weight begin. avail mem=78.62 GB")
@@ -82,7 +83,8 @@ def first_part() -> Journal:
     j.at(5).server(1001, "Decode batch, #running-req: 20, #token: 200000, token usage: 0.50, cuda graph: True, "
                          "gen throughput (token/s): 700.00, #queue-req: 0")
     for _ in range(6):
-        j.at(4).server(1001, "KV cache pool is full. Retract requests. #retracted_reqs: 2, #new_token_ratio: 0.4123 -> 0.7000")
+        j.at(4).server(1001, "KV cache pool is full. Retract requests. #retracted_reqs: 2, "
+                             "#new_token_ratio: 0.4123 -> 0.7000")
     j.at(5).server(1001, "Frobnicator 7 lost its widget after 12 tries", rank=None)
     j.at(5).server(1001, "Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)")
     j.at(1).server(1001, "Received sigquit from a child process. It usually means the child failed.", rank=None)
@@ -100,8 +102,8 @@ def second_part(j: Journal) -> Journal:
     j.lines = []
     j.at(20).start(1003, seed=3, weights_s=30)
     j.at(1).server(1003, "KV Cache is allocated. #tokens: 400000, K size: 24.41 GB, V size: 24.41 GB")
-    j.at(1).traceback(1003, "ValueError: Not enough host memory available. Requesting 195.31 GB but only have 120.50 GB "
-                            "free. Please reduce the size of the hierarchical cache.")
+    j.at(1).traceback(1003, "ValueError: Not enough host memory available. Requesting 195.31 GB but only have "
+                            "120.50 GB free. Please reduce the size of the hierarchical cache.")
     j.fail()
     j.at(20).start(1004, seed=4, weights_s=30)
     j.fail()
@@ -174,7 +176,8 @@ sql = "SELECT 1"
 name = "many-requests"
 severity = "info"
 message = "{n} requests in {source}"
-sql = "SELECT 'all' AS key, min(source_id) AS source_id, min(line_no) AS line_no, count(*) AS n FROM http_requests HAVING count(*) > 0"
+sql = """SELECT 'all' AS key, min(source_id) AS source_id, min(line_no) AS line_no, count(*) AS n
+         FROM http_requests HAVING count(*) > 0"""
 ''')
     names = [r.name for r in alerts.load_rules(rules)]
     assert "restart-loop" not in names and "many-requests" in names and "watchdog" in names
