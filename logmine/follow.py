@@ -164,12 +164,17 @@ class Spool:
     pending: list[bytes] = field(default_factory=list)  # taken from journalctl, not yet committed
     first_pending_at: float | None = None
 
+    @property
+    def key(self) -> str:
+        """Its name in `follow_positions`: the absolute path, whatever the folder follow was started in."""
+        return str(self.path.resolve())
+
     def resume(self, con: duckdb.DuckDBPyConnection | None) -> None:
         """Where the last commit stopped; the spool is cut back to it (what a killed follow wrote after
         its last commit is asked of journalctl again)."""
         if con is not None and _has_table(con, "follow_positions"):
             found = execute(con, "SELECT cursor, spool_bytes, entries FROM follow_positions WHERE spool = ?",
-                            [str(self.path)])
+                            [self.key])
             if found:
                 self.cursor, self.length, self.entries = found[0]
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -189,9 +194,8 @@ class Spool:
 
     def store_position(self, con: duckdb.DuckDBPyConnection, cursor: str, length: int, entries: int) -> None:
         create_table(con, "follow_positions", POSITIONS_COLUMNS)
-        execute(con, "DELETE FROM follow_positions WHERE spool = ?", [str(self.path)])
-        execute(con, "INSERT INTO follow_positions VALUES (?, ?, ?, ?, now())", [str(self.path), cursor, length,
-                                                                                 entries])
+        execute(con, "DELETE FROM follow_positions WHERE spool = ?", [self.key])
+        execute(con, "INSERT INTO follow_positions VALUES (?, ?, ?, ?, now())", [self.key, cursor, length, entries])
 
     def committed(self, cursor: str, length: int, entries: int) -> None:
         self.cursor, self.length, self.entries = cursor, length, entries
@@ -329,6 +333,8 @@ class Follower:
         feed = JournalFeed(self.journal.command(spool.cursor)) if self.journal and spool else None
         try:
             self._loop(spool, watch, feed)
+            if spool and spool.pending:  # stopped: what journalctl had given is stored before leaving
+                self._commit(spool, None, [])
         finally:
             if feed:
                 feed.stop()

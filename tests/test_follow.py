@@ -255,3 +255,33 @@ def test_query_and_report_read_the_database_while_follow_writes_it(tmp_path: Pat
         process.kill()
     assert "waiting: process" in out and "has the database open" in out
     assert scalar(db, "SELECT count(*) FROM runs") == 3
+
+
+def test_follow_a_folder_of_per_rank_files_through_hourly_rotation(tmp_path: Path) -> None:
+    """SGLang's `<host>_<rank>.log` files, rotated every hour to `<host>_<rank>.log.YYYY-MM-DD_HH`."""
+    lines = DEMO.read_bytes().splitlines(keepends=True)
+    logs = tmp_path / "requests"
+    logs.mkdir()
+    rank0, rank1 = logs / "gpu-box_0.log", logs / "gpu-box_1.log"
+    rank0.write_bytes(b"".join(lines[:300]))
+    rank1.write_bytes(b"".join(lines[300:400]))
+    db = tmp_path / "live.duckdb"
+    process = start_follow(str(logs), "--db", str(db), cwd=tmp_path)
+    lines_stored = lambda: scalar(db, "SELECT count(*) FROM lines") or 0  # noqa: E731
+    try:
+        wait_for(lambda: lines_stored() == 400, "both ranks' files", process)
+        with rank0.open("ab") as out:
+            out.write(b"".join(lines[400:450]))
+        rotated = logs / "gpu-box_0.log.2026-03-12_10"
+        rank0.rename(rotated)
+        rank0.write_bytes(b"".join(lines[450:600]))
+        wait_for(lambda: lines_stored() == 600, "the rotated hour and the new one", process)
+        stop(process)
+    finally:
+        process.kill()
+    once = tmp_path / "once"
+    once.mkdir()
+    for path in (rotated, rank1, rank0):
+        (once / path.name).write_bytes(path.read_bytes())
+    expected = ingested([once / rotated.name, once / rank1.name, once / rank0.name], tmp_path / "once.duckdb")
+    the_same_without(expected, tables(db), FOLLOW_TABLES)
