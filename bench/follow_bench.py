@@ -9,6 +9,10 @@ re-running a query would. A slice's delay is from its write to the first poll th
 so it includes up to one poll interval (and the reader's own open). Printed: the median and the 99th
 percentile of the delay, then follow's CPU time per line (user + system, its start-up included) beside a
 one-shot `logmine ingest --jobs 1` of the same lines.
+
+Then the derivation a batch pays: on a database of the bundled example's journal ingested as 20 sources,
+one of them repeated 40 times over (120 runs), the full `runs.rebuild_runs` of an ingest beside the
+`runs.update_open_runs` of a follow's batch (the open run of the grown source), best of 5.
 """
 
 from __future__ import annotations
@@ -109,6 +113,40 @@ def run_rate(rate: int, seconds: float, poll: float, folder: Path) -> dict:
             "follow_us_per_line": follow_cpu / len(lines) * 1e6, "ingest_us_per_line": ingest_cpu / len(lines) * 1e6}
 
 
+def derivation(folder: Path) -> tuple[float, float, int, int]:
+    """(full rebuild s, open-run update s, runs, lines) on a database of many runs and sources."""
+    import duckdb
+
+    from logmine import api, runs
+
+    demo = (Path(__file__).resolve().parents[1] / "examples" / "demo" / "journal.txt").read_bytes()
+    paths = []
+    for n in range(20):
+        path = folder / f"host{n:02d}.journal.txt"
+        path.write_bytes(demo * (40 if n == 0 else 1))
+        paths.append(str(path))
+    db = folder / "derive.duckdb"
+    api.ingest(paths, db=db, jobs=1)
+    con = duckdb.connect(str(db))
+
+    def best(step: object) -> float:
+        times = []
+        for _ in range(5):
+            con.execute("BEGIN")
+            started = time.perf_counter()
+            step()
+            times.append(time.perf_counter() - started)
+            con.execute("ROLLBACK")
+        return min(times)
+
+    full = best(lambda: runs.rebuild_runs(con))
+    grown = con.execute("SELECT source_id FROM sources WHERE path LIKE '%host00%'").fetchone()[0]
+    part = best(lambda: runs.update_open_runs(con, {grown}))
+    counts = con.execute("SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM lines)").fetchone()
+    con.close()
+    return full, part, counts[0], counts[1]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rates", default="1000,20000")
@@ -122,6 +160,10 @@ def main() -> None:
             r = run_rate(rate, args.seconds, args.poll, Path(folder))
             print(f"{r['rate']:>8,} {r['lines']:>7,} {r['median_s']:>12.2f}s {r['p99_s']:>9.2f}s "
                   f"{r['follow_us_per_line']:>14.0f}µs {r['ingest_us_per_line']:>14.0f}µs", flush=True)
+        full, part, n_runs, n_lines = derivation(Path(folder))
+        print(f"\nruns derived after a batch, {n_runs} runs of {n_lines:,} lines in 20 sources: "
+              f"every run (ingest) {full * 1000:.0f} ms, the open run (follow) {part * 1000:.0f} ms")
+        print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
 
 if __name__ == "__main__":
