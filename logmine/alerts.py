@@ -34,7 +34,7 @@ import duckdb
 import tomllib
 
 from . import named_queries
-from .store import create_table, execute
+from .store import create_table, execute, has_table
 
 ALERTS_COLUMNS = {
     "alert_id": "VARCHAR PRIMARY KEY", "rule": "VARCHAR", "key": "VARCHAR", "severity": "VARCHAR",
@@ -225,7 +225,7 @@ def _fill(template: str, row: dict) -> str:
 
 def undelivered(con: duckdb.DuckDBPyConnection) -> list[Alert]:
     """The alerts stored but not yet sent (a follow killed between its commit and its sinks)."""
-    if not execute(con, "SELECT 1 FROM information_schema.tables WHERE table_name = 'alerts'"):
+    if not has_table(con, "alerts"):
         return []
     rows = execute(con, """SELECT alert_id, rule, key, severity, message, source_id, line_no, evidence, evidence_text,
                                   event_at, raised_at, data FROM alerts WHERE NOT delivered ORDER BY raised_at""")

@@ -14,7 +14,7 @@ import duckdb
 
 from . import runs, templates, transcript_links
 from .parsers.events import EVENT_TABLES
-from .store import execute
+from .store import execute, has_table
 
 # Tables whose `_by_run` view is not the plain `events_by_run` macro (see queries/views/by_run.sql).
 OWN_BY_RUN_VIEW = {"kv_cache"}
@@ -32,11 +32,11 @@ def rebuild(con: duckdb.DuckDBPyConnection, utc_offset: timedelta | None = None,
     else:
         runs.update_open_runs(con, {s for s, status in open_runs_of.items() if status == "grown"},
                               {s for s, status in open_runs_of.items() if status in ("new", "replaced")})
-    if open_runs_of is None or not _has_table(con, f"{EVENT_TABLES[-1].name}_by_run"):
+    if open_runs_of is None or not has_table(con, f"{EVENT_TABLES[-1].name}_by_run"):
         create_views(con)  # a follow's batches keep the views its first commit made
-    if _has_table(con, "lines"):
+    if has_table(con, "lines"):
         templates.mine(con)
-    if _has_table(con, "sessions"):
+    if has_table(con, "sessions"):
         transcript_links.link_transcripts(con, utc_offset)
 
 
@@ -52,7 +52,3 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
     for table in EVENT_TABLES:
         if table.name not in OWN_BY_RUN_VIEW:
             execute(con, f"CREATE OR REPLACE VIEW {table.name}_by_run AS SELECT * FROM events_by_run('{table.name}')")
-
-
-def _has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    return bool(execute(con, "SELECT 1 FROM information_schema.tables WHERE table_name = ?", [name]))

@@ -41,7 +41,7 @@ from pathlib import Path
 import duckdb
 
 from . import alerts as alert_rules
-from .store import create_table, execute, lock_holder
+from .store import create_table, execute, has_table, lock_holder
 
 BATCH_LINES = 20_000
 BATCH_SECONDS = 1.0
@@ -172,7 +172,7 @@ class Spool:
     def resume(self, con: duckdb.DuckDBPyConnection | None) -> None:
         """Where the last commit stopped; the spool is cut back to it (what a killed follow wrote after
         its last commit is asked of journalctl again)."""
-        if con is not None and _has_table(con, "follow_positions"):
+        if con is not None and has_table(con, "follow_positions"):
             found = execute(con, "SELECT cursor, spool_bytes, entries FROM follow_positions WHERE spool = ?",
                             [self.key])
             if found:
@@ -271,7 +271,7 @@ class FileWatch:
         source renamed `PATH#N`, and the file is read from its start as a new source."""
         for path in self.truncated:
             absolute = str(Path(path).resolve())
-            if not _has_table(con, "sources"):
+            if not has_table(con, "sources"):
                 return
             count = execute(con, "SELECT count(*) FROM sources WHERE starts_with(path, ?)", [absolute + "#"])[0][0]
             execute(con, "UPDATE sources SET path = ? WHERE path = ?", [f"{absolute}#{count + 1}", absolute])
@@ -286,10 +286,6 @@ def _find_inode(folder: Path, device: int, inode: int) -> str | None:
                 if (st.st_dev, st.st_ino) == (device, inode) and entry.is_file(follow_symlinks=False):
                     return entry.path
     return None
-
-
-def _has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    return bool(execute(con, "SELECT 1 FROM information_schema.tables WHERE table_name = ?", [name]))
 
 
 @dataclass
@@ -451,7 +447,7 @@ class Follower:
 
 def current_status(con: duckdb.DuckDBPyConnection) -> dict | None:
     """The latest run of the database: its phase, elapsed time, KV pool and serving figures."""
-    if not _has_table(con, "runs"):
+    if not has_table(con, "runs"):
         return None
     rows = execute(con, """
         SELECT r.source_id, s.display, r.ordinal, r.started_at, r.ready_at, r.ended_at, r.end_reason,
@@ -469,10 +465,10 @@ def current_status(con: duckdb.DuckDBPyConnection) -> dict | None:
     kv = execute(con, """SELECT tokens, coalesce(kv_size_gib, k_size_gib + v_size_gib) FROM kv_cache
                          WHERE source_id = ? AND line_no BETWEEN ? AND ?
                          AND tokens IS NOT NULL ORDER BY line_no LIMIT 1""", in_run) \
-        if _has_table(con, "kv_cache") else []
+        if has_table(con, "kv_cache") else []
     serving = execute(con, """SELECT running_req, queue_req, token_usage, gen_throughput_tok_s FROM decode_batches
                               WHERE source_id = ? AND line_no BETWEEN ? AND ? ORDER BY line_no DESC LIMIT 1""",
-                      in_run) if _has_table(con, "decode_batches") else []
+                      in_run) if has_table(con, "decode_batches") else []
     end = ended_at or last_seen_at
     state = end_reason if end_reason != "running" else ("serving" if ready_at else "starting")
     status = {"source": display, "run": ordinal, "state": state, "last_event": phase[0][0] if phase else None,

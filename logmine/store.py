@@ -118,6 +118,11 @@ def lock_holder(error: Exception) -> tuple[str, int, str] | None:
     return found["db"], pid, command
 
 
+def has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    """Whether the database has a table or view of this name."""
+    return bool(execute(con, "SELECT 1 FROM information_schema.tables WHERE table_name = ?", [name]))
+
+
 def execute(con: duckdb.DuckDBPyConnection, statement: str, params: list | dict | None = None) -> list[tuple]:
     """Execute a statement and drain its result (DuckDB refuses new work while a result is pending)."""
     return con.execute(statement, params or []).fetchall()
