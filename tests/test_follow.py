@@ -84,6 +84,15 @@ def scalar(db: Path, sql: str) -> object:
         con.close()
 
 
+def lines_stored(db: Path) -> int:
+    return scalar(db, "SELECT count(*) FROM lines") or 0
+
+
+def append(path: Path, data: bytes) -> None:
+    with path.open("ab") as out:
+        out.write(data)
+
+
 def entries_stored(db: Path) -> int:
     return scalar(db, "SELECT coalesce(sum(entries), 0) FROM follow_positions") or 0
 
@@ -137,25 +146,21 @@ def test_follow_files_through_rotation_and_truncation(tmp_path: Path) -> None:
     server.write_bytes(b"".join(lines[:200]))
     db = tmp_path / "live.duckdb"
     process = start_follow(str(server), "--db", str(db), cwd=tmp_path)
-    lines_stored = lambda: scalar(db, "SELECT count(*) FROM lines") or 0  # noqa: E731
     try:
-        wait_for(lambda: lines_stored() == 200, "200 lines", process)
-        with server.open("ab") as out:
-            out.write(b"".join(lines[200:450]))
-        wait_for(lambda: lines_stored() == 450, "450 lines", process)
+        wait_for(lambda: lines_stored(db) == 200, "200 lines", process)
+        append(server, b"".join(lines[200:450]))
+        wait_for(lambda: lines_stored(db) == 450, "450 lines", process)
         # Rotation, as logrotate does it: the lines written just before it are read from server.log.1.
-        with server.open("ab") as out:
-            out.write(b"".join(lines[450:500]))
+        append(server, b"".join(lines[450:500]))
         server.rename(logs / "server.log.1")
         server.write_bytes(b"".join(lines[500:700]))
-        wait_for(lambda: lines_stored() == 700, "700 lines after the rotation", process)
+        wait_for(lambda: lines_stored(db) == 700, "700 lines after the rotation", process)
         # Truncation in place (`> server.log`): what was read stays, the file is read from its start.
         truncated_away = server.read_bytes()
         server.write_bytes(b"".join(lines[700:900]))
-        wait_for(lambda: lines_stored() == 900, "900 lines after the truncation", process)
-        with server.open("ab") as out:
-            out.write(b"".join(lines[900:]))
-        wait_for(lambda: lines_stored() == len(lines), "every line", process)
+        wait_for(lambda: lines_stored(db) == 900, "900 lines after the truncation", process)
+        append(server, b"".join(lines[900:]))
+        wait_for(lambda: lines_stored(db) == len(lines), "every line", process)
         stop(process)
     finally:
         process.kill()
@@ -236,8 +241,7 @@ def test_query_and_report_read_the_database_while_follow_writes_it(tmp_path: Pat
         wait_for(lambda: (scalar(db, "SELECT count(*) FROM lines") or 0) > 0, "the first lines", process)
         written, runs_seen = 120, []
         for _ in range(3):
-            with server.open("ab") as out:
-                out.write(b"".join(lines[written:written + 350]))
+            append(server, b"".join(lines[written:written + 350]))
             written += 350
             runs = subprocess.run([*LOGMINE, "query", "runs", "--db", str(db), "--format", "json"],
                                   capture_output=True, text=True, timeout=60)
@@ -249,8 +253,7 @@ def test_query_and_report_read_the_database_while_follow_writes_it(tmp_path: Pat
         assert report.returncode == 0, report.stderr
         assert "run 1" in report.stdout.lower()
         # A reader that keeps the database open (a notebook) holds the writer back, which waits and says so.
-        with server.open("ab") as out:
-            out.write(b"".join(lines[written:]))
+        append(server, b"".join(lines[written:]))
         reader = connect(db, read_only=True)
         time.sleep(2)
         reader.close()
@@ -272,15 +275,13 @@ def test_follow_a_folder_of_per_rank_files_through_hourly_rotation(tmp_path: Pat
     rank1.write_bytes(b"".join(lines[300:400]))
     db = tmp_path / "live.duckdb"
     process = start_follow(str(logs), "--db", str(db), cwd=tmp_path)
-    lines_stored = lambda: scalar(db, "SELECT count(*) FROM lines") or 0  # noqa: E731
     try:
-        wait_for(lambda: lines_stored() == 400, "both ranks' files", process)
-        with rank0.open("ab") as out:
-            out.write(b"".join(lines[400:450]))
+        wait_for(lambda: lines_stored(db) == 400, "both ranks' files", process)
+        append(rank0, b"".join(lines[400:450]))
         rotated = logs / "gpu-box_0.log.2026-03-12_10"
         rank0.rename(rotated)
         rank0.write_bytes(b"".join(lines[450:600]))
-        wait_for(lambda: lines_stored() == 600, "the rotated hour and the new one", process)
+        wait_for(lambda: lines_stored(db) == 600, "the rotated hour and the new one", process)
         stop(process)
     finally:
         process.kill()
