@@ -18,7 +18,8 @@ What is followed is read by the ingest itself, batch after batch, so the tables 
   folder, a Codex sessions folder, an opencode database) are ingested again when they change.
 
 A batch is committed when `BATCH_LINES` journal entries wait or `BATCH_SECONDS` after the first of them
-came, and a file is looked at every `POLL_SECONDS`. Between commits the database is closed: readers
+came; files are looked at every `POLL_SECONDS`, and committed `BATCH_SECONDS` after a change was first seen
+or once they grew by `BATCH_BYTES`. Between commits the database is closed: readers
 (`logmine query`, `report`, notebooks) open it read-only then, and wait for the commit when they come
 during one (`store.connect`). Alerts (`logmine.alerts`) are judged inside each commit's transaction.
 """
@@ -45,6 +46,7 @@ from .store import create_table, execute, has_table, lock_holder
 
 BATCH_LINES = 20_000
 BATCH_SECONDS = 1.0
+BATCH_BYTES = 8 << 20  # files that grew by this much are committed without waiting for BATCH_SECONDS
 POLL_SECONDS = 0.25
 WRITE_WAIT_S = 0.1  # between tries when a reader holds the database at a commit
 POSITIONS_COLUMNS = {"spool": "VARCHAR PRIMARY KEY", "cursor": "VARCHAR", "spool_bytes": "BIGINT",
@@ -230,6 +232,25 @@ class FileWatch:
         self.paths = paths
         self.seen: dict[str, WatchedFile] = {}
         self.truncated: list[str] = []  # files read again from their start: their old source is set aside
+        self.pending: dict[str, None] = {}  # the files to ingest at the next commit, in order
+        self.pending_since: float | None = None
+        self.pending_bytes = 0  # what they grew by
+
+    def poll(self) -> None:
+        """Add what changed since the last poll to the files to ingest at the next commit."""
+        found = self.changes()
+        if found and not self.pending:
+            self.pending_since = time.monotonic()
+        self.pending.update(dict.fromkeys(found))
+
+    def due(self, seconds: float) -> bool:
+        """Whether the files waiting should be committed: they waited `seconds`, or grew by BATCH_BYTES."""
+        return bool(self.pending) and (time.monotonic() - self.pending_since >= seconds
+                                       or self.pending_bytes >= BATCH_BYTES)
+
+    def take(self) -> list[str]:
+        taken, self.pending, self.pending_bytes = list(self.pending), {}, 0
+        return taken
 
     def changes(self) -> list[str]:
         """The files to ingest now: each file renamed away from a followed name (under its new name, read to
@@ -244,7 +265,6 @@ class FileWatch:
                 now[path] = _watched(path)
         by_inode = {(w.device, w.inode): path for path, w in now.items()}
         rotated, changed = [], []
-        self.truncated = []
         for path, before in self.seen.items():
             after = now.get(path)
             moved_to = by_inode.get((before.device, before.inode))
@@ -255,11 +275,13 @@ class FileWatch:
             if after and after.inode == before.inode and (after.size < before.size
                                                           or not after.head.startswith(before.head)):
                 self.truncated.append(path)
+                self.pending_bytes += after.size
         for path, after in now.items():
             before = self.seen.get(path)
             if before is None or (before.inode, before.size, before.mtime_ns) != (after.inode, after.size,
                                                                                   after.mtime_ns):
                 changed.append(path)
+                self.pending_bytes += max(0, after.size - (before.size if before else 0))
         for path in rotated:
             with contextlib.suppress(OSError):
                 now[path] = _watched(path)
@@ -275,6 +297,7 @@ class FileWatch:
                 return
             count = execute(con, "SELECT count(*) FROM sources WHERE starts_with(path, ?)", [absolute + "#"])[0][0]
             execute(con, "UPDATE sources SET path = ? WHERE path = ?", [f"{absolute}#{count + 1}", absolute])
+        self.truncated = []
 
 
 def _find_inode(folder: Path, device: int, inode: int) -> str | None:
@@ -352,12 +375,12 @@ class Follower:
             due = spool is not None and spool.pending and (
                 ended or len(spool.pending) >= self.batch_lines
                 or time.monotonic() - spool.first_pending_at >= self.batch_seconds)
-            files: list[str] = []
             if watch and time.monotonic() >= next_poll:
-                files = watch.changes()
+                watch.poll()
                 next_poll = time.monotonic() + POLL_SECONDS
-            if due or files:
-                self._commit(spool if due else None, watch, files)
+            files_due = watch is not None and watch.due(self.batch_seconds)
+            if due or files_due:
+                self._commit(spool if due else None, watch, watch.take() if files_due else [])
             if ended and not spool.pending and not self.stopping:
                 # `journalctl -f` ends only when it fails (it may say so with exit status 0).
                 feed.process.wait()
@@ -376,7 +399,7 @@ class Follower:
         def in_transaction(con: duckdb.DuckDBPyConnection, stage: str) -> None:
             nonlocal raised, status
             if stage == "before":
-                if watch:
+                if watch and files:
                     watch.set_aside_truncated(con)
                 return
             if spool and position:
