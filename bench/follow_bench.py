@@ -117,7 +117,8 @@ def derivation(folder: Path) -> tuple[float, float, int, int]:
     """(full rebuild s, open-run update s, runs, lines) on a database of many runs and sources."""
     import duckdb
 
-    from logmine import api, runs
+    from logmine import api
+    from logmine.derive import runs
 
     demo = (Path(__file__).resolve().parents[1] / "examples" / "demo" / "journal.txt").read_bytes()
     paths = []

@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from logmine import alerts
+from logmine.live import alerts
 
 from .test_follow import scalar, start_follow, stop, wait_for
 
