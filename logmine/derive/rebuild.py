@@ -13,7 +13,7 @@ from importlib import resources
 import duckdb
 
 from ..parsers.events import EVENT_TABLES
-from ..store import execute
+from ..store import execute, has_table
 from . import line_templates as templates
 from . import runs, transcript_links
 
@@ -21,14 +21,23 @@ from . import runs, transcript_links
 OWN_BY_RUN_VIEW = {"kv_cache"}
 
 
-def rebuild(con: duckdb.DuckDBPyConnection, utc_offset: timedelta | None = None) -> None:
+def rebuild(con: duckdb.DuckDBPyConnection, utc_offset: timedelta | None = None,
+            open_runs_of: dict[int, str] | None = None) -> None:
     """Recompute runs, configs, config diffs, the derived views, the untyped lines' templates and the
-    links between transcripts and runs."""
-    runs.rebuild_runs(con)
-    create_views(con)
-    if _has_table(con, "lines"):
+    links between transcripts and runs. With `open_runs_of` (what a follow's batch read: each source id
+    with its ingest status), only the runs of the sources that grew that were open, and the ones after
+    them, and the runs of new or replaced sources (`runs.update_open_runs`); the views are made only
+    where they are missing."""
+    if open_runs_of is None:
+        runs.rebuild_runs(con)
+    else:
+        runs.update_open_runs(con, {s for s, status in open_runs_of.items() if status == "grown"},
+                              {s for s, status in open_runs_of.items() if status in ("new", "replaced")})
+    if open_runs_of is None or not has_table(con, f"{EVENT_TABLES[-1].name}_by_run"):
+        create_views(con)  # a follow's batches keep the views its first commit made
+    if has_table(con, "lines"):
         templates.mine(con)
-    if _has_table(con, "sessions"):
+    if has_table(con, "sessions"):
         transcript_links.link_transcripts(con, utc_offset)
 
 
@@ -48,7 +57,3 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
                 if table.name not in OWN_BY_RUN_VIEW:
                     execute(con, f"CREATE OR REPLACE VIEW {table.name}_by_run AS "
                                  f"SELECT * FROM events_by_run('{table.name}')")
-
-
-def _has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    return bool(execute(con, "SELECT 1 FROM information_schema.tables WHERE table_name = ?", [name]))
