@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -66,7 +67,8 @@ class Report:
 
 
 def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None = None, tz: str | None = None,
-           progress: Progress | None = None, redact: bool = False, jobs: int | None = None) -> Report:
+           progress: Progress | None = None, redact: bool = False, jobs: int | None = None,
+           follow_links: bool = False) -> Report:
     """Parse the inputs into typed events in the DuckDB file `db` (created if missing).
 
     Logs and transcripts are stored, and runs, configs, diffs and links recomputed, in one
@@ -82,13 +84,16 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
     worker beside it for each input of 32 MB or more, and starts the next input's parse while this one's
     rows are stored; 3 or more parse several new log files at once, each in a process of its own
     (`logmine.parallel_ingest`), and a new journal of 256 MB or more by byte ranges (`logmine.byte_ranges`).
-    The tables are the same whatever `jobs`.
+    The tables are the same whatever `jobs`; more than the cores this process may use, or than the memory
+    available holds (`usable_jobs`), are not started.
+
+    `follow_links`: in the folders named, follow symlinks that lead outside them too (`sources.classify_inputs`).
     """
     from . import interrupts
     from .sources import classify_inputs
 
     utc_offset = parse_offset(tz) if tz else None
-    found = classify_inputs(paths)
+    found = classify_inputs(paths, follow_links)
     interrupts.check()  # before the database file is made
     created = str(db) != ":memory:" and not Path(db).exists()
     umask = os.umask(0o077)  # the database, its write-ahead log and temporary files hold what the logs hold
@@ -100,7 +105,7 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
 
                 start_prefix_checks(con, found.logs)  # on another core, while the parser loads
             report = _ingest_in_transaction(con, found, envelope, utc_offset, progress, redact,
-                                            jobs or os.cpu_count() or 1)
+                                            usable_jobs(jobs))
         except BaseException:
             con.close()
             if created:  # as it was: no database
@@ -170,17 +175,43 @@ def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, found: SortedInputs, 
     return report
 
 
+# What one parse process of a --jobs pool may hold at its peak (bench/: ~400 MB, with room for a long line).
+JOB_MEMORY_BYTES = 768 << 20
+
+
+def usable_jobs(asked: int | None) -> int:
+    """`asked` processes (default: one per core), at most one per core this process may run on and one per
+    JOB_MEMORY_BYTES of the memory available now: `--jobs 64` on 2 cores must not start 64 processes."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(asked or cores, cores, available_memory() // JOB_MEMORY_BYTES))
+
+
+def available_memory() -> int:
+    """MemAvailable of /proc/meminfo, in bytes (unbounded where it cannot be read)."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 1 << 62
+
+
+UTC_OFFSET = re.compile(r"([+-])(\d\d)(?::?(\d\d))?")
+
+
 def parse_offset(tz: str) -> timedelta:
-    """`+01:00`, `-0500`, `UTC` -> the journal's offset from UTC."""
+    """`+01:00`, `-0500`, `+05`, `UTC`, `UTC+02:00` -> the journal's offset from UTC. Anything else (`+1:3`,
+    which must not pass for +13:00, `+25:00`, `+01:75`) raises InputError."""
     text = tz.strip().upper().removeprefix("UTC") or "+00:00"
-    sign = -1 if text.startswith("-") else 1
-    digits = text.lstrip("+-").replace(":", "")
-    if not digits.isdigit() or len(digits) not in (2, 4):
+    shape = UTC_OFFSET.fullmatch(text)
+    hours, minutes = (int(shape[2]), int(shape[3] or 0)) if shape else (99, 99)
+    if hours > 14 or minutes > 59 or (hours == 14 and minutes):
         from .sources import InputError
 
-        raise InputError(f"--tz {tz!r}: expected an offset such as +01:00")
-    hours, minutes = int(digits[:2]), int(digits[2:] or 0)
-    return sign * timedelta(hours=hours, minutes=minutes)
+        raise InputError(f"--tz {tz!r}: expected an offset from UTC as ±HH:MM, from -14:00 to +14:00, e.g. +01:00")
+    return (-1 if shape[1] == "-" else 1) * timedelta(hours=hours, minutes=minutes)
 
 
 @contextmanager

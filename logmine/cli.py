@@ -80,13 +80,15 @@ def main() -> None:
               help="Processes that share the parse (default: one per core; 1: this one alone; 2: a parse "
                    "worker beside it, the next file read ahead; 3+: several files, or byte ranges of one "
                    "large journal, at once).")
+@click.option("--follow-links", is_flag=True,
+              help="In the folders named, follow symlinks that lead outside them too (never into /proc, /sys).")
 @click.option("--engine", type=click.Choice(["duckdb", "spark"]), default="duckdb", show_default=True,
               help="spark: parse the log files in Spark tasks into a Parquet folder (--out) instead of --db; "
                    "PATHS may then be Hadoop URIs too (hdfs://, s3a://, gs://, file://...).")
 @click.option("--master", default="local[2]", show_default=True, help="Spark master URL (with --engine spark).")
 @click.option("--out", default=None, metavar="FOLDER", help="The Parquet folder a Spark ingest writes (replaced).")
 def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None, as_json: bool,
-           redact: bool, jobs: int | None, engine: str, master: str, out: str | None) -> None:
+           redact: bool, jobs: int | None, follow_links: bool, engine: str, master: str, out: str | None) -> None:
     """Ingest SGLang logs/journals and agent transcripts (files, directories, or - for stdin)."""
     from .worker.processes import arrow_without_pandas, start_early, tune_for_ingest, worker_likely
 
@@ -103,7 +105,7 @@ def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None
     with api.progress_bar(enabled=not as_json) as progress:
         try:
             report = api.ingest(list(paths), db=db, envelope=envelope, tz=tz, progress=progress, redact=redact,
-                                jobs=jobs)
+                                jobs=jobs, follow_links=follow_links)
         except (InputError, FileNotFoundError) as exc:
             fail(str(exc))
     interrupts.check(committed=True)

@@ -8,6 +8,7 @@ endings) is no part of its line; bytes that are not UTF-8 are kept as `\\xNN` es
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import io
@@ -71,16 +72,51 @@ NOT_REGULAR = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO", stat.S_IFCHR
 
 def not_a_file(path: Path) -> str | None:
     """Why `path` cannot be read as a file (None when it is a regular file): reading a FIFO or a device
-    would wait for a writer forever or never end."""
+    would wait for a writer forever or never end, and the kernel's files (/proc, /sys) are no logs, some
+    never end and some hold what no database should (/proc/self/environ)."""
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:
         return "no such file or directory"
     except OSError as exc:
         return f"cannot read ({exc.strerror})"
-    if stat.S_ISREG(mode):
-        return None
-    return f"not a regular file ({NOT_REGULAR.get(stat.S_IFMT(mode), 'special file')}), skipped"
+    if not stat.S_ISREG(mode):
+        return f"not a regular file ({NOT_REGULAR.get(stat.S_IFMT(mode), 'special file')}), skipped"
+    return kernel_file(path)
+
+
+# Filesystems whose files the kernel makes up as they are read: never a log.
+PSEUDO_FILESYSTEMS = frozenset({"proc", "sysfs", "devtmpfs", "devpts", "debugfs", "tracefs", "securityfs",
+                                "cgroup", "cgroup2", "configfs", "bpf", "pstore", "efivarfs", "fusectl",
+                                "binfmt_misc", "mqueue", "hugetlbfs", "autofs", "rpc_pipefs", "nsfs"})
+
+
+@functools.cache
+def pseudo_mounts() -> tuple[str, ...]:
+    """Where the kernel's pseudo filesystems are mounted (from /proc/self/mounts; /proc, /sys and /dev when
+    it cannot be read)."""
+    try:
+        with open("/proc/self/mounts", encoding="utf-8", errors="replace") as mounts:
+            points = [fields[1].replace("\\040", " ") for fields in (line.split() for line in mounts)
+                      if len(fields) > 2 and fields[2] in PSEUDO_FILESYSTEMS]
+    except OSError:
+        points = []
+    return tuple(points or ["/proc", "/sys", "/dev"])
+
+
+def kernel_file(path: Path) -> str | None:
+    """Why `path` (a file or folder, its links followed) is not read: it lies in /proc, /sys or another of
+    the kernel's pseudo filesystems (None when it does not)."""
+    real = os.path.realpath(path)
+    for point in pseudo_mounts():
+        if real == point or real.startswith(point.rstrip("/") + "/"):
+            return f"a file of the kernel ({point}), not a log: skipped"
+    return None
+
+
+def within(path: str, root: str) -> bool:
+    """`path` is `root` or under it (both real paths)."""
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def describe(path: Path) -> Input:
@@ -304,13 +340,18 @@ class SortedInputs:
     transcripts: list[tuple[Path, str]] = field(default_factory=list)  # (path, format)
     skipped: list[str] = field(default_factory=list)  # one line per input that cannot be read, saying why
     left: list[str] = field(default_factory=list)  # one line per folder whose other files were not read
+    links_out: list[tuple[Path, str]] = field(default_factory=list)  # (link, target) not followed, this folder
 
     def count(self) -> int:
         return len(self.logs) + len(self.transcripts) + len(self.skipped)
 
 
-def classify_inputs(paths: list[str]) -> SortedInputs:
-    """What the user named, sorted into server logs and agent transcripts; a directory may hold both kinds."""
+def classify_inputs(paths: list[str], follow_links: bool = False) -> SortedInputs:
+    """What the user named, sorted into server logs and agent transcripts; a directory may hold both kinds.
+
+    A walk stays inside the folder named: a symlink under it that leads outside (`logs/server.log ->
+    ~/.ssh/id_ed25519`, `logs/self -> /proc/self`) is not followed unless `follow_links`, and said in `left`;
+    the kernel's files (/proc, /sys, devices) are never read, even through a link followed or named."""
     found = SortedInputs()
     walked: set[tuple[int, int]] = set()
     for given in paths:
@@ -326,8 +367,17 @@ def classify_inputs(paths: list[str]) -> SortedInputs:
         if not is_dir:
             add_file(path, given, found, named=True)
             continue
+        problem = kernel_file(path)
+        if problem:
+            found.skipped.append(f"{given}: {problem}")
+            continue
         found_before, other_files = found.count(), []
-        walk_directory(path, found, walked, other_files)
+        found.links_out = []
+        walk_directory(path, found, walked, other_files, None if follow_links else os.path.realpath(path))
+        if found.links_out:
+            link, target = found.links_out[0]
+            found.left.append(f"{given}: {len(found.links_out):,} symlinks leading outside it not followed (such as "
+                              f"{link} -> {target}; --follow-links follows them)")
         if found.count() == found_before:
             found.skipped.append(f"{given}: no log files ({', '.join(LOG_SUFFIXES)}, or logs by their lines) "
                                  "or agent transcripts in it")
@@ -384,11 +434,18 @@ def _reads_like_a_log(path: Path) -> bool:
     return not looks_binary(head) and looks_like_a_log(head.decode("utf-8", errors="replace").splitlines()[:200])
 
 
-def walk_directory(root: Path, found: SortedInputs, walked: set[tuple[int, int]], other_files: list[Path]) -> None:
+def walk_directory(root: Path, found: SortedInputs, walked: set[tuple[int, int]], other_files: list[Path],
+                   confine: str | None) -> None:
     """Transcript trees (an opencode `storage/`) are taken whole; other files one by one. Each real
-    directory is walked once, however many symlinks lead to it (a link to `.` would loop forever)."""
+    directory is walked once, however many symlinks lead to it (a link to `.` would loop forever). With
+    `confine` (the real path of the folder named), a symlink whose target is outside it is not followed; the
+    kernel's folders are never entered."""
     from .parsers.transcripts.detect import detect
 
+    problem = kernel_file(root)
+    if problem:
+        found.skipped.append(f"{root}: {problem}")
+        return
     try:
         info = root.stat()
         if (info.st_dev, info.st_ino) in walked:
@@ -404,11 +461,16 @@ def walk_directory(root: Path, found: SortedInputs, walked: set[tuple[int, int]]
         return
     for child in children:
         try:
+            if child.is_symlink():
+                target = os.path.realpath(child)
+                if confine is not None and not within(target, confine):
+                    found.links_out.append((child, os.readlink(child)))
+                    continue
             is_dir = child.is_dir()
         except OSError as exc:
             found.skipped.append(f"{child}: cannot read ({exc.strerror})")
             continue
         if is_dir:
-            walk_directory(child, found, walked, other_files)
+            walk_directory(child, found, walked, other_files, confine)
         else:
             add_file(child, str(child), found, named=False, other_files=other_files)
