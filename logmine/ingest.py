@@ -32,6 +32,7 @@ from .parsers.batch_stats import expand_stats
 from .parsers.envelopes import FORMATS, TimeContext, detect_format, infer_context
 from .parsers.events import COMMON_COLUMNS, EVENT_TABLES
 from .parsers.log_lines import LINE_COLUMNS, ColumnBatch, LineParser, table_columns
+from .parsers.secret_patterns import PRIVATE_KEY_BEGIN, PRIVATE_KEY_END
 from .parsers.transcripts.model import TranscriptUnreadable
 from .redact import Redactor
 from .source_identity import PrefixCheck, content_hash, content_hasher, same_content
@@ -302,6 +303,7 @@ class ParsePlan:
     last_ts: str | None = None  # the time and kind of the line before `first_line`, when resuming
     last_kind: str | None = None
     redact: bool = False  # replace secrets in each line before it is parsed (`logmine.redact`)
+    key_lines_left: int = 0  # resuming inside a private key an earlier ingest began (`redact.KeyBlock`)
     end_offset: int | None = None  # where to stop: one byte range of a file (`logmine.byte_ranges`)
 
 
@@ -372,10 +374,26 @@ def plan_parse(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
         found = execute(con, "SELECT CAST(ts AS VARCHAR), kind FROM lines WHERE source_id = ? AND line_no = ?",
                     [source_id, first_line - 1])
         plan.last_ts, plan.last_kind = found[0] if found else (None, None)
+        if redact:
+            plan.key_lines_left = open_key_lines(con, source_id, first_line)
         if plan.last_ts and fmt == "journal-short":
             # The year its stamps had reached, and the month a later January is seen to roll over from.
             time.year, time.last_month = int(plan.last_ts[:4]), int(plan.last_ts[5:7])
     return plan, stream
+
+
+def open_key_lines(con: duckdb.DuckDBPyConnection, source_id: int, first_line: int) -> int:
+    """How many lines of a private key begun before `first_line` (its BEGIN stored, no END after it) may
+    still come: its material, appended later, is redacted as if read in one go."""
+    from .parsers.secret_patterns import MAX_KEY_LINES
+
+    begin, end = execute(con, "SELECT max(line_no) FILTER (WHERE regexp_matches(message, ?)), "
+                              "max(line_no) FILTER (WHERE regexp_matches(message, ?)) FROM lines "
+                              "WHERE source_id = ? AND message LIKE '%PRIVATE KEY%'",
+                         [PRIVATE_KEY_BEGIN, PRIVATE_KEY_END, source_id])[0]
+    if begin is None or (end is not None and end >= begin):
+        return 0
+    return max(0, MAX_KEY_LINES - (first_line - 1 - begin))
 
 
 def _with_source_id(data: pa.Table, source_id: int) -> pa.Table:
@@ -408,7 +426,7 @@ def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iter
     stream = stream or PeekableStream(open_bytes(plan.inp, plan.start_offset, plan.end_offset), plan.inp.display)
     parser = LineParser(plan.source_id, plan.envelope, plan.time, plan.fallback_date, last_ts=plan.last_ts,
                         last_kind=plan.last_kind)
-    redactor = Redactor() if plan.redact else None
+    redactor = Redactor(plan.key_lines_left) if plan.redact else None
     # Every byte read is hashed (`source_identity`): a file edited in place, copied or renamed is recognised.
     hasher = content_hasher() if plan.start_offset == 0 else None
     line_no, consumed, partial = plan.first_line - 1, 0, False
