@@ -31,11 +31,10 @@ from .parsers.secret_patterns import (
     PUBLIC_PREFIXES,
     reads_as_a_name,
 )
+from .parsers.vector_columns import flags, patch
 
 # The lines a secret other than a private key's material may be on (a BEGIN marker alone is none).
 SECRET_HINT = "|".join(part for part in HINT.split("|") if part != "PRIVATE KEY")
-from .parsers.vector_columns import flags, patch
-
 PLACEHOLDER = "<secret:"
 PLACEHOLDERS = re.compile(r"<secret:[^>\s]*>")
 # detect-secrets plugins for providers the pattern table does not cover (their `analyze_string` gives
