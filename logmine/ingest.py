@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import interrupts
+from .limits import LimitExceeded
 from .parsers.batch_stats import expand_stats
 from .parsers.envelopes import FORMATS, TimeContext, detect_format, infer_context
 from .parsers.events import COMMON_COLUMNS, EVENT_TABLES
@@ -85,9 +86,11 @@ class SourceReport:
     by_kind: Counter = field(default_factory=Counter)
     untimed_markers: int = 0  # in the whole source, once its runs are derived
     note: str | None = None  # what was done and why, when its content was seen before or changed
+    lines_cut: int = 0  # lines longer than `limits.MAX_LINE_BYTES`, stored cut to it
 
     def as_dict(self) -> dict:
         return {"path": self.path, "source_id": self.source_id, "status": self.status, "note": self.note,
+                "lines_cut": self.lines_cut,
                 "format": self.envelope,
                 "lines_read": self.lines_read, "lines_typed": self.lines_typed,
                 "lines_untyped": self.lines_untyped, "by_kind": dict(self.by_kind.most_common()),
@@ -158,7 +161,7 @@ def failure_line(path: str, exc: Exception) -> str:
     """One line naming the input and why it failed."""
     if isinstance(exc, (InputError, TranscriptUnreadable)):
         return str(exc)
-    if isinstance(exc, WorkerDied):
+    if isinstance(exc, (WorkerDied, LimitExceeded)):
         return f"{path}: {exc}"
     if isinstance(exc, OSError) and exc.strerror:
         return f"{path}: cannot read ({exc.strerror})"
@@ -250,6 +253,7 @@ def _read_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, 
             if plan.source_id != source_id:  # parsed ahead under the id a failed input before it did not take
                 tables = {name: _with_source_id(data, source_id) for name, data in tables.items()}
             appender.add(tables, report)
+            report.lines_cut += parsed.cut_lines
             if progress:
                 progress(inp.display, start_offset + parsed.consumed, inp.size)
     appender.close()
@@ -416,6 +420,7 @@ class Parsed:
     digest: str | None = None  # content hash of all bytes read, on the final batch of an input read from its start
     reopen_line: int | None = None  # first line of a traceback still open at the end, on the final batch
     time: TimeContext | None = None  # the year and month the stamps had reached, on the final batch
+    cut_lines: int = 0  # lines of this batch longer than `limits.MAX_LINE_BYTES`, stored cut
 
 
 def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iterator[Parsed]:
@@ -429,7 +434,7 @@ def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iter
     redactor = Redactor(plan.key_lines_left) if plan.redact else None
     # Every byte read is hashed (`source_identity`): a file edited in place, copied or renamed is recognised.
     hasher = content_hasher() if plan.start_offset == 0 else None
-    line_no, consumed, partial = plan.first_line - 1, 0, False
+    line_no, consumed, partial, cut_lines = plan.first_line - 1, 0, False, 0
     batch = ColumnBatch()
     try:
         for number, block in enumerate(iter_line_blocks(stream, hasher)):
@@ -439,13 +444,15 @@ def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iter
             parser.parse_block(line_no + 1, lines, bad, batch)
             line_no += len(lines)
             partial, consumed = block.partial_last, block.end_offset
+            cut_lines += block.cut_lines
             if len(batch) >= BATCH_LINES or number == 0:
-                yield Parsed(typed_batch(batch.tables(), stats=False), consumed, line_no, partial, False)
-                batch = ColumnBatch()
+                yield Parsed(typed_batch(batch.tables(), stats=False), consumed, line_no, partial, False,
+                             cut_lines=cut_lines)
+                batch, cut_lines = ColumnBatch(), 0
         reopen_line = min((err.first_line_no for err in parser.tracebacks.open), default=None)
         parser.finish(batch)
         yield Parsed(typed_batch(batch.tables(), stats=False), consumed, line_no, partial, True,
-                     hasher and hasher.hexdigest(), reopen_line, parser.time)
+                     hasher and hasher.hexdigest(), reopen_line, parser.time, cut_lines)
     finally:
         if plan.inp.path != "-":
             stream.close()

@@ -14,6 +14,7 @@ import hashlib
 import io
 import os
 import re
+import select
 import stat
 import sys
 import zlib
@@ -26,6 +27,8 @@ import numpy as np
 import pyarrow as pa
 import zstandard
 
+from . import interrupts
+from .limits import CUT_MARK, MAX_LINE_BYTES, ExpansionCheck, LimitExceeded
 from .parsers.vector_columns import buffer_spans
 
 BLOCK_BYTES = 4 << 20
@@ -134,14 +137,45 @@ def open_bytes(inp: Input, offset: int = 0, end: int | None = None) -> BinaryIO:
     """A byte stream of the decompressed content, positioned at `offset` and ending at `end` (both for
     plain files only)."""
     if inp.path == "-":
-        return sys.stdin.buffer
+        return InterruptibleStdin(sys.stdin.buffer)  # type: ignore[return-value]
     raw = open(inp.path, "rb")  # noqa: SIM115 - closed by the caller through the returned stream
     if inp.compression == "gzip":
-        return gzip.GzipFile(fileobj=raw)  # type: ignore[return-value]
+        return GuardedGzip(raw)  # type: ignore[return-value]
     if inp.compression == "zstd":
         return ZstdReader(raw)  # type: ignore[return-value]
     raw.seek(offset)
     return raw if end is None else Window(raw, end - offset)  # type: ignore[return-value]
+
+
+class InterruptibleStdin(io.RawIOBase):
+    """Standard input read so that Ctrl-C is answered within a second while it waits for a writer: Python
+    retries a read the signal interrupted, so the wait is cut into select() calls of STDIN_POLL_S, each
+    followed by `interrupts.check`. A read returns `size` bytes unless the input ends first."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream = stream
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        try:
+            fd = self.stream.fileno()
+        except (OSError, ValueError, io.UnsupportedOperation):  # not a real file (a test's BytesIO)
+            return self.stream.read(size)
+        out = bytearray()
+        while size < 0 or len(out) < size:
+            while not select.select([fd], [], [], STDIN_POLL_S)[0]:
+                interrupts.check()
+            chunk = os.read(fd, (1 << 20) if size < 0 else min(1 << 20, size - len(out)))
+            if not chunk:
+                break
+            out += chunk
+            interrupts.check()
+        return bytes(out)
+
+
+STDIN_POLL_S = 0.5
 
 
 class Window(io.RawIOBase):
@@ -163,12 +197,35 @@ class Window(io.RawIOBase):
         super().close()
 
 
+class GuardedGzip(io.RawIOBase):
+    """gzip decompressed as a stream, refused when it expands past `limits.ExpansionCheck`."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw, self.gzip, self.check = raw, gzip.GzipFile(fileobj=raw), ExpansionCheck()
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        before = self.raw.tell()
+        data = self.gzip.read(size)
+        self.check.add(self.raw.tell() - before, len(data))
+        return data
+
+    def close(self) -> None:
+        self.gzip.close()
+        self.raw.close()
+        super().close()
+
+
 class ZstdReader(io.RawIOBase):
     """zstd frames decompressed as a stream, which raises at the end of data cut inside a frame (the
-    library's stream reader ends there quietly, and a truncated file would lose its lines unnoticed)."""
+    library's stream reader ends there quietly, and a truncated file would lose its lines unnoticed), and
+    is refused when it expands past `limits.ExpansionCheck`."""
 
     def __init__(self, raw: BinaryIO) -> None:
         self.raw = raw
+        self.check = ExpansionCheck()
         self.frame = zstandard.ZstdDecompressor().decompressobj()
         self.started = False  # the current frame has had input
         self.pending = bytearray()
@@ -178,15 +235,22 @@ class ZstdReader(io.RawIOBase):
 
     def read(self, size: int = -1) -> bytes:
         while size < 0 or len(self.pending) < size:
-            chunk = self.raw.read(1 << 16)  # small reads keep the output of one call small too
+            # Small reads keep the output of one call small too; smaller still until the data is seen to expand no more
+            # than twentyfold
+            # (one zstd block of a few bytes can stand for 128 KB).
+            chunk = self.raw.read(1 << 16 if self.check.taken and self.check.given < 20 * self.check.taken else 1 << 10)
             if not chunk:
                 if self.started and not self.frame.eof:
                     raise EOFError("zstd data ends inside a frame")
                 break
+            taken = len(chunk)
             while chunk:
                 if self.frame.eof:  # concatenated frames: a new one begins
                     self.frame = zstandard.ZstdDecompressor().decompressobj()
-                self.pending += self.frame.decompress(chunk)
+                given = self.frame.decompress(chunk)
+                self.check.add(taken, len(given))
+                taken = 0
+                self.pending += given
                 self.started = True
                 chunk = self.frame.unused_data if self.frame.eof else b""
         size = len(self.pending) if size < 0 else size
@@ -226,6 +290,8 @@ class PeekableStream(io.RawIOBase):
     def _read(self, size: int) -> bytes:
         try:
             data = self.stream.read(size) or b""
+        except LimitExceeded as exc:
+            raise InputError(f"{self.name}: {exc}") from None
         except UNREADABLE as exc:
             raise InputError(f"{self.name}: unreadable after {self.done} bytes, corrupt or truncated? "
                              f"({exc})") from None
@@ -242,6 +308,7 @@ class LineBlock:
     data: bytes  # complete lines joined by "\n", without the final newline
     end_offset: int  # bytes consumed from where reading started, through this block's last line
     partial_last: bool  # the last line had no newline (end of input)
+    cut_lines: int = 0  # lines longer than the limit, stored cut (`iter_line_blocks`)
 
     def lines(self) -> list[tuple[str, bool]]:
         """Decoded lines with a flag for lines whose bytes were not valid UTF-8."""
@@ -271,26 +338,64 @@ class LineBlock:
         return pa.array([text for text, _ in decoded], pa.string()), np.array([bad for _, bad in decoded], dtype=bool)
 
 
-def iter_line_blocks(stream: PeekableStream, hasher: hashlib._Hash | None = None) -> Iterator[LineBlock]:
-    """Physical lines in blocks of about BLOCK_BYTES; the last line may lack its newline."""
+def iter_line_blocks(stream: PeekableStream, hasher: hashlib._Hash | None = None,
+                     max_line: int | None = None) -> Iterator[LineBlock]:
+    """Physical lines in blocks of about BLOCK_BYTES; the last line may lack its newline.
+
+    A line longer than `max_line` bytes (`limits.MAX_LINE_BYTES`) is kept cut to that size, ending in
+    `limits.CUT_MARK` with its whole size: its bytes beyond are read (and hashed) but never held, so one
+    line of gigabytes costs neither the memory nor the rest of the input."""
+    max_line = max_line or MAX_LINE_BYTES.value()
     carry = b""
+    carry_dropped = 0  # bytes of the unfinished line in `carry` read past its cut
     consumed = 0
     while True:
+        interrupts.check()  # between blocks, even inside one line of gigabytes
         block = stream.read_block()
         if hasher is not None and block:
             hasher.update(block)
         if not block:
             if carry:
-                yield LineBlock(carry, consumed + len(carry), True)
+                data, cut_lines = cut_long_lines(carry, max_line, carry_dropped)
+                yield LineBlock(data, consumed + len(carry) + carry_dropped, True, cut_lines)
             return
         data = carry + block
         cut = data.rfind(b"\n")
         if cut < 0:
+            if len(data) > max_line:  # keep one byte over, so the line is known to be cut
+                carry_dropped += len(data) - max_line - 1
+                data = data[:max_line + 1]
             carry = data
             continue
-        consumed += cut + 1
-        carry = data[cut + 1:]
-        yield LineBlock(data[:cut], consumed, False)
+        consumed += cut + 1 + carry_dropped
+        lines, cut_lines = cut_long_lines(data[:cut], max_line, carry_dropped)
+        carry, carry_dropped = data[cut + 1:], 0
+        yield LineBlock(lines, consumed, False, cut_lines)
+
+
+def cut_long_lines(data: bytes, max_line: int, first_dropped: int = 0) -> tuple[bytes, int]:
+    """`data` (lines joined by `\\n`) with each line over `max_line` bytes cut to it and marked with its size
+    (`first_dropped` more bytes of the first line were never held); and how many lines were cut."""
+    if len(data) <= max_line and not first_dropped:
+        return data, 0
+    raw = np.frombuffer(data, dtype=np.uint8)
+    starts = np.r_[0, np.flatnonzero(raw == ord("\n")) + 1]
+    stops = np.r_[starts[1:] - 1, len(data)]
+    long_rows = np.flatnonzero(stops - starts > max_line)
+    if not len(long_rows):
+        return data, 0
+    pieces, done = [], 0
+    for row in long_rows:
+        start, stop = int(starts[row]), int(stops[row])
+        size = stop - start + (first_dropped if row == 0 else 0)
+        mark = CUT_MARK.format(size=size).encode()
+        keep = start + max(0, max_line - len(mark))
+        while keep > start and data[keep] & 0xC0 == 0x80:  # not inside a UTF-8 character
+            keep -= 1
+        pieces += [data[done:keep], mark]
+        done = stop
+    pieces.append(data[done:])
+    return b"".join(pieces), len(long_rows)
 
 
 def decode(raw: bytes) -> tuple[str, bool]:

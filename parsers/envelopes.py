@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import bounded_json
 from .vector_columns import bounded_int, bounded_ints, cut, flags, ints, patch
 
 MAX_UTC_OFFSET = timedelta(hours=14)  # the widest real one (UTC+14); beyond it two stamps just disagree
@@ -135,7 +136,7 @@ def json_text(value: object) -> str | None:
 
 def read_json(line: str, ctx: TimeContext) -> Envelope:
     try:
-        record = json.loads(line)
+        record = bounded_json.loads(line)
     except ValueError:
         return Envelope(None, None, None, None, line)
     if not isinstance(record, dict):
@@ -343,7 +344,7 @@ def infer_context(fmt: str, sample: Iterable[str], fallback_year: int) -> TimeCo
 
 def _offset_from_json(line: str) -> timedelta | None:
     try:
-        record = json.loads(line)
+        record = bounded_json.loads(line)
     except ValueError:
         return None
     if not isinstance(record, dict):
