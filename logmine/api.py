@@ -68,7 +68,7 @@ class Report:
 
 def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None = None, tz: str | None = None,
            progress: Progress | None = None, redact: bool = False, jobs: int | None = None,
-           follow_links: bool = False) -> Report:
+           follow_links: bool = False, replace: bool = False) -> Report:
     """Parse the inputs into typed events in the DuckDB file `db` (created if missing).
 
     Logs and transcripts are stored, and runs, configs, diffs and links recomputed, in one
@@ -88,6 +88,9 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
     available holds (`usable_jobs`), are not started.
 
     `follow_links`: in the folders named, follow symlinks that lead outside them too (`sources.classify_inputs`).
+
+    A log file truncated or rewritten since its last ingest is read as a new generation: its earlier rows
+    and runs are kept under `NAME@N`; `replace` replaces them instead.
     """
     from . import interrupts
     from .sources import classify_inputs
@@ -97,6 +100,9 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
     interrupts.check()  # before the database file is made
     created = str(db) != ":memory:" and not Path(db).exists()
     umask = os.umask(0o077)  # the database, its write-ahead log and temporary files hold what the logs hold
+    from .ingest import REPLACE_CHANGED
+
+    replacing = REPLACE_CHANGED.set(replace)
     try:
         con = connect(db)
         try:
@@ -116,6 +122,7 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
             con.close()
     finally:
         os.umask(umask)
+        REPLACE_CHANGED.reset(replacing)
     report.logs.db = str(db)
     return report
 

@@ -80,6 +80,9 @@ def main() -> None:
               help="Processes that share the parse (default: one per core; 1: this one alone; 2: a parse "
                    "worker beside it, the next file read ahead; 3+: several files, or byte ranges of one "
                    "large journal, at once).")
+@click.option("--replace", is_flag=True,
+              help="A log truncated or rewritten since its last ingest replaces its stored rows (by default they "
+                   "are kept as an earlier generation, NAME@N, beside the new content).")
 @click.option("--follow-links", is_flag=True,
               help="In the folders named, follow symlinks that lead outside them too (never into /proc, /sys).")
 @click.option("--engine", type=click.Choice(["duckdb", "spark"]), default="duckdb", show_default=True,
@@ -88,7 +91,8 @@ def main() -> None:
 @click.option("--master", default="local[2]", show_default=True, help="Spark master URL (with --engine spark).")
 @click.option("--out", default=None, metavar="FOLDER", help="The Parquet folder a Spark ingest writes (replaced).")
 def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None, as_json: bool,
-           redact: bool, jobs: int | None, follow_links: bool, engine: str, master: str, out: str | None) -> None:
+           redact: bool, jobs: int | None, replace: bool, follow_links: bool, engine: str, master: str,
+           out: str | None) -> None:
     """Ingest SGLang logs/journals and agent transcripts (files, directories, or - for stdin)."""
     from .worker.processes import arrow_without_pandas, start_early, tune_for_ingest, worker_likely
 
@@ -105,7 +109,7 @@ def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None
     with api.progress_bar(enabled=not as_json) as progress:
         try:
             report = api.ingest(list(paths), db=db, envelope=envelope, tz=tz, progress=progress, redact=redact,
-                                jobs=jobs, follow_links=follow_links)
+                                jobs=jobs, follow_links=follow_links, replace=replace)
         except (InputError, FileNotFoundError) as exc:
             fail(str(exc))
     interrupts.check(committed=True)

@@ -19,6 +19,7 @@ import functools
 import itertools
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -36,7 +37,15 @@ from .parsers.log_lines import LINE_COLUMNS, ColumnBatch, LineParser, table_colu
 from .parsers.secret_patterns import PRIVATE_KEY_BEGIN, PRIVATE_KEY_END
 from .parsers.transcripts.model import TranscriptUnreadable
 from .redact import Redactor
-from .source_identity import PrefixCheck, content_hash, content_hasher, same_content
+from .source_identity import (
+    PrefixCheck,
+    content_hash,
+    content_hasher,
+    content_kept,
+    restore_generation,
+    retire_generation,
+    same_content,
+)
 from .sources import (
     BLOCK_BYTES,
     SNIFF_BYTES,
@@ -66,6 +75,9 @@ from .store import (
 from .worker.parse import WorkerDied, WorkerParse
 from .worker.processes import WORKER_MIN_BYTES
 
+# `--replace`: a file truncated or rewritten since its last ingest has its rows replaced, not kept as an
+# earlier generation. Set for one ingest by `api.ingest`.
+REPLACE_CHANGED: ContextVar[bool] = ContextVar("replace_changed", default=False)
 BATCH_LINES = 50_000
 SMALL_APPEND_ROWS = 1000
 TAIL_BYTES = 4096
@@ -78,7 +90,7 @@ Progress = Callable[[str, int, int | None], None]  # (input name, bytes done, by
 class SourceReport:
     path: str
     source_id: int
-    status: str  # new, grown, unchanged, replaced, copy (see `note`)
+    status: str  # new, grown, unchanged, replaced, generation, copy (see `note`)
     envelope: str | None = None
     lines_read: int = 0
     lines_typed: int = 0
@@ -192,6 +204,8 @@ def _ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None
     if same:  # the source read before under another name: it goes on here
         previous = same.source
     start_offset, first_line, status, check = plan_resume(inp, previous, check_later)
+    if status == "replaced" and not same and lost_content(inp, previous) and not REPLACE_CHANGED.get():
+        return _new_generation(con, inp, envelope, progress, redact, worker, previous)
     source_id = previous["source_id"] if previous else next_source_id(con)
     report = SourceReport(inp.display, source_id, status, note=same.note() if same else None)
     if status == "replaced":
@@ -218,6 +232,29 @@ def _ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None
         saved.restore()
         raise
     saved.discard()
+    return report
+
+
+def lost_content(inp: Input, previous: dict) -> bool:
+    """Whether a file read again whole no longer holds all its last ingest read: a plain file's does not
+    (that is why it is read again), a compressed one's may (a `.gz` rewritten with more lines)."""
+    return inp.compression is None or not content_kept(inp, previous)
+
+
+def _new_generation(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, progress: Progress | None,
+                    redact: bool, worker: bool, previous: dict) -> SourceReport:
+    """A file truncated (`> server.log`, a unit's `StandardOutput=file:` at restart) or rewritten since its
+    last ingest: its stored rows and runs may be the only copy, so they are kept as an earlier generation
+    (`source_identity.retire_generation`) and the file is read as a new source beside them."""
+    earlier = retire_generation(con, previous)
+    try:
+        report = _ingest_log(con, inp, envelope, progress, redact, worker, None, None, check_later=False)
+    except BaseException:
+        restore_generation(con, previous)
+        raise
+    report.status = "generation"
+    report.note = (f"truncated or rewritten: a new generation; the earlier {previous['lines_ingested']:,} lines and "
+                   f"their runs kept as {earlier}")
     return report
 
 
