@@ -89,7 +89,8 @@ def main() -> None:
               help="spark: parse the log files in Spark tasks into a Parquet folder (--out) instead of --db; "
                    "PATHS may then be Hadoop URIs too (hdfs://, s3a://, gs://, file://...).")
 @click.option("--master", default="local[2]", show_default=True, help="Spark master URL (with --engine spark).")
-@click.option("--out", default=None, metavar="FOLDER", help="The Parquet folder a Spark ingest writes (an old one replaced once the new one is complete).")
+@click.option("--out", default=None, metavar="FOLDER",
+              help="The Parquet folder a Spark ingest writes (an old one replaced once the new one is complete).")
 def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None, as_json: bool,
            redact: bool, jobs: int | None, replace: bool, follow_links: bool, engine: str, master: str,
            out: str | None) -> None:
