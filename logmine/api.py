@@ -246,10 +246,23 @@ def open_data(folder: str | Path) -> Iterator[duckdb.DuckDBPyConnection]:
 
 def export_parquet(con: duckdb.DuckDBPyConnection, out: str | Path) -> dict[str, int]:
     """Write every table as Parquet under `out`, partitioned by host and day where the rows have them
-    (layout in `logmine.partitioned`); returns the rows written per table."""
+    (layout in `logmine.partitioned`); returns the rows written per table. The files get the database's
+    access: a database only its owner reads gives an export only its owner reads."""
     from .partitioned import export
+    from .store import database_file, written_like
 
-    return export(con, out)
+    with written_like(database_file(con)):
+        return export(con, out)
+
+
+def write_report(con: duckdb.DuckDBPyConnection, output: str | Path, fmt: str = "html", **selection: object) -> str:
+    """`report` written to the file `output` with the database's access (as `export_parquet`); returns its
+    text."""
+    from .store import database_file, write_text_like
+
+    text = report(con, fmt=fmt, **selection)
+    write_text_like(database_file(con), Path(output), text)
+    return text
 
 
 def engine(db: str | Path = DEFAULT_DB) -> sqlalchemy.engine.Engine:

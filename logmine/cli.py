@@ -11,7 +11,6 @@ import shutil
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -321,15 +320,15 @@ def report(db: str, output: str, fmt: str | None, runs: tuple[int, ...], source:
     from .report import format_for  # here, not at the top: the report loads matplotlib and Jinja2
 
     fmt = fmt or format_for(output)
+    selection = {"runs": list(runs) or None, "source": source, "session": session}
     with api.open_db(db) as con:
-        text = api.report(con, fmt=fmt, runs=list(runs) or None, source=source, session=session)
-    if output == "-":
-        click.echo(text)
-        return
-    try:
-        Path(output).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        fail(f"{output}: cannot write the report ({exc.strerror})")
+        if output == "-":
+            click.echo(api.report(con, fmt=fmt, **selection))
+            return
+        try:
+            text = api.write_report(con, output, fmt=fmt, **selection)
+        except OSError as exc:
+            fail(f"{output}: cannot write the report ({exc.strerror})")
     click.echo(f"{output}: {fmt} report, {len(text):,} characters", err=True)
 
 

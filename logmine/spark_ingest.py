@@ -93,11 +93,15 @@ def ingest(paths: list[str], out: str | Path, master: str = "local[2]", envelope
     ingest wrote is replaced once the new one is complete; `redact` as for `api.ingest`)."""
     from .sources import InputError
     from .spark_engine import session
+    from .store import written_like
 
     out = local_out(str(out))
     if out.exists() and any(out.iterdir()) and not (out / MANIFEST).exists():
         raise InputError(f"{out}: not empty and not a logmine Parquet folder; give a new or empty --out")
-    spark = session(master, app="logmine-ingest")  # PySpark or Java missing: refused here, nothing touched
+    # PySpark or Java missing: refused here, nothing touched. The export holds what the logs hold: its owner's
+    # alone (the umask the Spark processes started here inherit; the staging folder below is 0700).
+    with written_like(None):
+        spark = session(master, app="logmine-ingest")
     # The new export is written beside the old one, which it replaces only once complete: a failure (no input
     # read, Spark lost, Ctrl-C) leaves the old export as it was.
     out.parent.mkdir(parents=True, exist_ok=True)
