@@ -188,9 +188,13 @@ JOB_MEMORY_BYTES = 768 << 20
 
 def usable_jobs(asked: int | None) -> int:
     """`asked` processes (default: one per core), at most one per core this process may run on and one per
-    JOB_MEMORY_BYTES of the memory available now: `--jobs 64` on 2 cores must not start 64 processes."""
+    JOB_MEMORY_BYTES of the memory available now: `--jobs 64` on 2 cores must not start 64 processes
+    (`limits.MAX_JOBS` raises the first bound)."""
+    from .limits import MAX_JOBS
+
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(1, min(asked or cores, cores, available_memory() // JOB_MEMORY_BYTES))
+    ceiling = MAX_JOBS.value() or cores  # more than the cores only where asked (tests of the pools)
+    return max(1, min(asked or cores, ceiling, available_memory() // JOB_MEMORY_BYTES))
 
 
 def available_memory() -> int:

@@ -37,6 +37,8 @@ MAX_RECORD_BYTES = Limit("record", "LOGMINE_MAX_RECORD_BYTES", 256 << 20,
                          "a transcript row (an opencode part, a JSONL line) larger than this is refused")
 MAX_HELD_BYTES = Limit("held", "LOGMINE_MAX_HELD_BYTES", 2 << 30,
                        "what one input may hold in memory at once (an opencode session's parts), else it fails")
+MAX_JOBS = Limit("jobs", "LOGMINE_MAX_JOBS", 0,
+                 "processes an ingest may start at most (0: one per core this process may run on)")
 
 # How a cut line ends: `logmine sql "... WHERE message LIKE '%[logmine: line cut%'"` finds them.
 CUT_MARK = " …[logmine: line cut, {size:,} bytes]"

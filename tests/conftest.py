@@ -18,6 +18,8 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 SAMPLE = SHARED / "samples" / "kimi-k25"
 CORPUS = SHARED / "corpus" / "sglang"
+# The tests of --jobs run pools of more processes than this machine has cores (ingests cap them at the cores).
+os.environ.setdefault("LOGMINE_MAX_JOBS", "64")
 
 
 def shared_path(*parts: str) -> Path:

@@ -114,6 +114,7 @@ def test_tz_refused_in_one_line_before_anything(tmp_path: Path) -> None:
 
 
 def test_jobs_are_capped_at_the_cores_and_the_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LOGMINE_MAX_JOBS", raising=False)  # the tests' own raise of the bound
     cores = len(os.sched_getaffinity(0))
     assert api.usable_jobs(64) == cores
     assert api.usable_jobs(None) == cores
@@ -122,3 +123,6 @@ def test_jobs_are_capped_at_the_cores_and_the_memory(monkeypatch: pytest.MonkeyP
     assert api.usable_jobs(64) == 1
     monkeypatch.setattr(api, "available_memory", lambda: 0)
     assert api.usable_jobs(64) == 1  # one process, this one, always
+    monkeypatch.setattr(api, "available_memory", lambda: 1 << 40)
+    monkeypatch.setenv("LOGMINE_MAX_JOBS", "6")
+    assert api.usable_jobs(64) == 6
