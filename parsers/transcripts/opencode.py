@@ -189,6 +189,9 @@ def sqlite_problem(path: Path, head: bytes) -> str | None:
 
 def read_export(path: Path, seen: SeenIds | None = None) -> Iterator[Record]:
     seen = seen or SeenIds()
+    if path.stat().st_size > MAX_HELD_BYTES.value():  # an export is one JSON document, read whole
+        raise TranscriptUnreadable(f"{path}: an opencode export over {MAX_HELD_BYTES.value():,} bytes, read whole: "
+                                   f"refused ({MAX_HELD_BYTES.env})")
     with path.open("r", encoding="utf-8", errors="replace") as handle:  # a bad byte is one character, not the file
         try:
             exported = bounded_json.loads(handle.read())
