@@ -1,4 +1,4 @@
-"""Fuzz targets of the per-input limits (`logmine.limits`), each with the limit made small so that short inputs
+"""Fuzz targets of the per-input limits (`parsers/limits.py`), each with the limit made small so that short inputs
 reach it, and of redaction's key blocks:
 
 - `long-lines`: bytes read as an ingest reads them, in blocks of a few bytes (so a line spans many), with a
@@ -22,9 +22,10 @@ from contextlib import contextmanager, suppress
 
 import zstandard
 from logmine.parsers import bounded_json
+from logmine.parsers.limits import CUT_MARK, LimitExceeded
+from logmine.parsers.zstd_stream import ZstdReader
 
-from logmine.limits import CUT_MARK, LimitExceeded
-from logmine.sources import ZstdReader, decode, iter_line_blocks
+from logmine.inputs.sources import decode, iter_line_blocks
 
 TARGETS = ("long-lines", "json-depth", "zstd-expansion", "redact-lines")
 MAX_LINE = 64
@@ -101,7 +102,7 @@ def check_redact_lines(data: bytes) -> None:
     import pyarrow as pa
     from logmine.parsers.secret_patterns import HINT
 
-    from logmine.redact import KeyBlock, Redactor
+    from logmine.ingest.redact import KeyBlock, Redactor
 
     text = decode(data)[0].replace("\x00", "")
     lines = text.split("\n")

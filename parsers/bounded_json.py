@@ -1,6 +1,6 @@
 """JSON read with a bound on its nesting: Python's decoder recurses once per level and fails with a
 RecursionError (a traceback, the ingest lost) on a crafted record a thousand levels deep. Text nested
-deeper than `logmine.limits.MAX_JSON_DEPTH` is refused as malformed JSON, which every reader already
+deeper than `limits.MAX_JSON_DEPTH` is refused as malformed JSON, which every reader already
 reports as a problem of its file and line, and the rest of the input is read."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from logmine.limits import MAX_JSON_DEPTH
+from .limits import MAX_JSON_DEPTH
 
 STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
 OPENERS, CLOSERS = np.array([ord("["), ord("{")], np.uint8), np.array([ord("]"), ord("}")], np.uint8)

@@ -21,7 +21,7 @@ def template_tables(db: Path) -> tuple[list, list, int]:
     from drain3 import TemplateMiner
     from drain3.template_miner_config import TemplateMinerConfig
 
-    from logmine.templates import DatabaseState
+    from logmine.derive.line_templates import DatabaseState
 
     with duckdb.connect(str(db)) as con:
         keys = con.execute("SELECT key, template FROM untyped_keys JOIN untyped_templates USING (template_id) "

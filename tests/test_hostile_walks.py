@@ -14,7 +14,8 @@ import duckdb
 import pytest
 
 from logmine import api
-from logmine.sources import InputError, classify_inputs
+from logmine.ingest import transaction
+from logmine.inputs.sources import InputError, classify_inputs
 from tests.conftest import REPO
 
 JOURNAL = (REPO / "examples" / "demo" / "journal.txt").read_text().splitlines(keepends=True)[:50]
@@ -116,13 +117,13 @@ def test_tz_refused_in_one_line_before_anything(tmp_path: Path) -> None:
 def test_jobs_are_capped_at_the_cores_and_the_memory(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("LOGMINE_MAX_JOBS", raising=False)  # the tests' own raise of the bound
     cores = len(os.sched_getaffinity(0))
-    assert api.usable_jobs(64) == cores
-    assert api.usable_jobs(None) == cores
-    assert api.usable_jobs(1) == 1
-    monkeypatch.setattr(api, "available_memory", lambda: api.JOB_MEMORY_BYTES * 1 + 5)
-    assert api.usable_jobs(64) == 1
-    monkeypatch.setattr(api, "available_memory", lambda: 0)
-    assert api.usable_jobs(64) == 1  # one process, this one, always
-    monkeypatch.setattr(api, "available_memory", lambda: 1 << 40)
+    assert transaction.usable_jobs(64) == cores
+    assert transaction.usable_jobs(None) == cores
+    assert transaction.usable_jobs(1) == 1
+    monkeypatch.setattr(transaction, "available_memory", lambda: transaction.JOB_MEMORY_BYTES * 1 + 5)
+    assert transaction.usable_jobs(64) == 1
+    monkeypatch.setattr(transaction, "available_memory", lambda: 0)
+    assert transaction.usable_jobs(64) == 1  # one process, this one, always
+    monkeypatch.setattr(transaction, "available_memory", lambda: 1 << 40)
     monkeypatch.setenv("LOGMINE_MAX_JOBS", "6")
-    assert api.usable_jobs(64) == 6
+    assert transaction.usable_jobs(64) == 6

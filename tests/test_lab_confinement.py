@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from logmine import api, lab
-from logmine.lab import free_port
+from logmine import api
+from logmine.lab import server as lab
+from logmine.lab.server import free_port
 from tests.conftest import REPO, as_second_user
 
 DEMO = REPO / "examples" / "demo"

@@ -1,4 +1,4 @@
-"""Per-input limits (logmine/limits.py): each oversized input costs only itself, with one line, and the other
+"""Per-input limits (parsers/limits.py): each oversized input costs only itself, with one line, and the other
 inputs of the same command are stored whole. The limits are made small through their environment variables,
 so that the files stay small."""
 
@@ -18,10 +18,10 @@ from pathlib import Path
 import duckdb
 import pytest
 import zstandard
+from logmine.parsers import bounded_json
+from logmine.parsers.limits import CUT_MARK
 
-from logmine.limits import CUT_MARK
-from logmine.sources import cut_long_lines
-from parsers import bounded_json
+from logmine.inputs.sources import cut_long_lines
 from tests.conftest import REPO
 
 DEMO = (REPO / "examples" / "demo" / "journal.txt").read_text().splitlines(keepends=True)

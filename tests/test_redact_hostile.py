@@ -11,7 +11,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from logmine.redact import Redactor
+from logmine.ingest.redact import Redactor
 from tests.conftest import REPO
 
 DEMO = (REPO / "examples" / "demo" / "journal.txt").read_text().splitlines(keepends=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from logmine.partitioned import MANIFEST
+from logmine.fleet.parquet import MANIFEST
 from tests.conftest import REPO
 
 

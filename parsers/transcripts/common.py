@@ -11,9 +11,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
-from logmine.limits import MAX_RECORD_BYTES, LimitExceeded
-
 from .. import bounded_json
+from ..limits import MAX_RECORD_BYTES, LimitExceeded
 from .model import ParseProblem, ToolCall, TranscriptUnreadable, UnknownRecord
 
 SNIFF_BYTES = 64 * 1024
@@ -107,7 +106,7 @@ def is_zstd(path: Path) -> bool:
 def open_text(path: Path) -> IO[str]:
     """Open a text file, decompressing .zst on the fly (streaming, never fully in memory)."""
     if is_zstd(path):
-        from logmine.sources import ZstdReader  # raises at a frame cut short, where zstandard's reader ends quietly
+        from ..zstd_stream import ZstdReader  # raises at a frame cut short, where zstandard's reader ends quietly
 
         return io.TextIOWrapper(ZstdReader(path.open("rb")), encoding="utf-8", errors="replace")
     return path.open("r", encoding="utf-8", errors="replace")

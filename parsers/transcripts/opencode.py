@@ -23,9 +23,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from logmine.limits import MAX_HELD_BYTES, MAX_RECORD_BYTES
-
 from .. import bounded_json
+from ..limits import MAX_HELD_BYTES, MAX_RECORD_BYTES
 from .common import as_int, join_texts, parse_timestamp, seconds_between, unreadable
 from .model import (
     Message,
