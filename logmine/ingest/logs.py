@@ -245,7 +245,7 @@ def _new_generation(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | 
                     redact: bool, worker: bool, previous: dict) -> SourceReport:
     """A file truncated (`> server.log`, a unit's `StandardOutput=file:` at restart) or rewritten since its
     last ingest: its stored rows and runs may be the only copy, so they are kept as an earlier generation
-    (`source_identity.retire_generation`) and the file is read as a new source beside them."""
+    (`inputs.identity.retire_generation`) and the file is read as a new source beside them."""
     earlier = retire_generation(con, previous)
     try:
         report = _ingest_log(con, inp, envelope, progress, redact, worker, None, None, check_later=False)
