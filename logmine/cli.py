@@ -11,6 +11,7 @@ import shutil
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -19,6 +20,8 @@ from . import api
 from .terminal.pager import emit, emit_pieces
 from .terminal.render import FORMATS as OUTPUT_FORMATS
 from .terminal.render import TABLE_MAX_ROWS, clip, render, render_pieces, select_chunks, visible
+from .terminal.suggestions import nearest
+from .terminal.table_view import TableView
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -47,20 +50,49 @@ def output_options(command: Callable) -> Callable:
 
 
 def show(data: api.Rows | api.RowChunks | pd.DataFrame, fmt: str, columns: str | None, no_pager: bool,
-         key_columns: Sequence[str] = ()) -> None:
-    """Print a result: a table fitted to the terminal, or every row in `fmt`, written as it is read when
-    the result comes in chunks."""
+         key_columns: Sequence[str] = (), view: TableView | None = None) -> None:
+    """Print a result: a table fitted to the terminal (shaped by the query's `view`), or every row in
+    `fmt`, written as it is read when the result comes in chunks."""
     picked = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
     if isinstance(data, api.RowChunks):
         emit_pieces(render_pieces(select_chunks(data, picked) if picked else data, fmt))
         return
-    emit(render(data, fmt, columns=picked, key_columns=key_columns), pager=fmt == "table" and not no_pager)
+    emit(render(data, fmt, columns=picked, key_columns=key_columns, view=view), pager=fmt == "table" and not no_pager)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class Commands(click.Group):
+    """The commands, where a mistyped one is answered with the nearest (`did you mean runs?`) and a query's
+    name with the command that runs it (`logmine errors` -> `logmine query errors`)."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple:
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            queries = api.query_names()
+            if name in queries:
+                fail(f"no command {name!r}; the query is run by `logmine query {name}`")
+            near = [f"`logmine {c}`" for c in nearest(name, sorted(self.commands))]
+            near += [f"`logmine query {q}`" for q in nearest(name, queries)]
+            fail(f"no command {name!r}; " + (f"did you mean {' or '.join(near[:3])}?" if near else
+                                              "`logmine --help` lists the commands"))
+        return super().resolve_command(ctx, args)
+
+
+@click.group(cls=Commands, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--db", default=None, help=f"With no command: the summary of this database (default {api.DEFAULT_DB}).")
 @click.version_option(package_name="logmine")
-def main() -> None:
-    """Typed events from SGLang journals and coding-agent transcripts, in DuckDB."""
+@click.pass_context
+def main(ctx: click.Context, db: str | None) -> None:
+    """Typed events from SGLang journals and coding-agent transcripts, in DuckDB.
+
+    With no command, the story of the database (`logmine summary`) when there is one, else this help."""
+    if ctx.invoked_subcommand is not None:
+        if db is not None:  # `logmine --db FILE runs` means that database, as `logmine runs --db FILE` does
+            ctx.default_map = {name: {"db": db} for name in ctx.command.commands} | (ctx.default_map or {})
+        return
+    if db is None and not Path(api.DEFAULT_DB).exists():
+        click.echo(ctx.get_help())
+        return
+    ctx.invoke(summary, db=db or api.DEFAULT_DB)
 
 
 @main.command(short_help="Store SGLang logs and agent transcripts in the database.")
@@ -138,12 +170,13 @@ def spark_ingest_command(paths: list[str], out: str | None, master: str, envelop
 @main.command(short_help="Lines logmine could not type, grouped by template.")
 @DB_OPTION
 @click.option("--limit", default=50, show_default=True, help="How many templates to show.")
+@click.option("--source", default=None, help="Only this source (path, or any suffix of it that names one).")
 @output_options
-def unparsed(db: str, limit: int, fmt: str, columns: str | None, no_pager: bool) -> None:
+def unparsed(db: str, limit: int, source: str | None, fmt: str, columns: str | None, no_pager: bool) -> None:
     """Lines logmine could not type, grouped by template, most frequent first."""
     with api.open_db(db) as con:
-        rows = api.query_rows(con, "unparsed", limit=limit)
-    show(rows, fmt, columns, no_pager, api.key_columns("unparsed"))
+        rows = api.query_rows(con, "unparsed", limit=limit, source=source)
+    show(rows, fmt, columns, no_pager, view=api.query_view("unparsed"))
 
 
 @main.command(short_help="Server runs: start, ready, end and why, load, memory.")
@@ -154,6 +187,21 @@ def unparsed(db: str, limit: int, fmt: str, columns: str | None, no_pager: bool)
 def runs(db: str, run_: int | None, source: str | None, fmt: str, columns: str | None, no_pager: bool) -> None:
     """Server runs: start, ready, end and why, load time, KV pool, traffic."""
     query_command(db, "runs", fmt, columns, no_pager, run=run_, source=source)
+
+
+@main.command(short_help="The story in one screen: the report's summary and the runs.")
+@DB_OPTION
+@click.option("--source", default=None, help="Only this source (path, or any suffix of it that names one).")
+@click.option("--no-pager", is_flag=True, help="Print long output directly, not through less.")
+def summary(db: str, source: str | None = None, no_pager: bool = False) -> None:
+    """The report's summary (`logmine report` gives the evidence of each sentence), then the runs."""
+    width = min(shutil.get_terminal_size().columns, 120) if sys.stdout.isatty() else 100
+    with api.open_db(db) as con:
+        sentences = api.summary(con, source=source)
+        rows = api.query_rows(con, "runs", at_most=TABLE_MAX_ROWS, source=source)
+    story = "\n\n".join(textwrap.fill(s, width=width) for s in sentences) or "No server runs in the database."
+    table = render(rows, "table", view=api.query_view("runs"))
+    emit(f"{story}\n\n{table}", pager=not no_pager)
 
 
 class QueryCommand(click.Command):
@@ -190,24 +238,24 @@ def query(name: str | None, db: str, run_: int | None, source: str | None, sessi
     if engine == "spark":
         if not data:
             fail("--engine spark reads a Parquet folder: give --data FOLDER (`logmine export --parquet` writes one)")
-        keys = api.key_columns(name)
+        view = api.query_view(name)
         try:
             rows = api.spark_query_rows(master, data, name, run=run_, source=source, session=session)
         except (api.Untranslatable, api.SparkUnavailable) as exc:
             fail(str(exc))
-        show(rows, fmt, columns, no_pager, keys)
+        show(rows, fmt, columns, no_pager, view=view)
         return
     query_command(db, name, fmt, columns, no_pager, data=data, run=run_, source=source, session=session)
 
 
 def query_command(db: str, name: str, fmt: str, columns: str | None, no_pager: bool, data: str | None = None,
                   **params: object) -> None:
-    keys = api.key_columns(name)  # first, so that an unknown name fails before the database opens
+    view = api.query_view(name)  # first, so that an unknown name fails before the database opens
     with api.open_data(data) if data else api.open_db(db) as con:
         if fmt == "table":
-            show(api.query_rows(con, name, at_most=TABLE_MAX_ROWS, **params), fmt, columns, no_pager, keys)
+            show(api.query_rows(con, name, at_most=TABLE_MAX_ROWS, **params), fmt, columns, no_pager, view=view)
         else:  # written as it is read, while the database is open
-            show(api.query_chunks(con, name, **params), fmt, columns, no_pager, keys)
+            show(api.query_chunks(con, name, **params), fmt, columns, no_pager, view=view)
 
 
 @main.command(short_help="The database as Parquet files for DuckDB, Spark, Trino.")
@@ -241,10 +289,11 @@ def tables(db: str, fmt: str, columns: str | None, no_pager: bool) -> None:
 @DB_OPTION
 @output_options
 def sql(statement: str, db: str, fmt: str, columns: str | None, no_pager: bool) -> None:
-    """Run any SQL over the logmine tables (`logmine tables` lists them)."""
+    """Run any SQL over the logmine tables (`logmine tables` lists them): read-only, and no file but the
+    database can be read or written (`COPY ... TO`, `read_csv`, `ATTACH` and extensions are refused)."""
     if not statement.strip():
         fail("no SQL statement given (`logmine tables` lists what there is to query)")
-    with api.open_db(db) as con:
+    with api.open_sandboxed(db) as con:
         if fmt == "table":
             show(api.sql_rows(con, statement, at_most=TABLE_MAX_ROWS), fmt, columns, no_pager)
         else:
@@ -271,20 +320,60 @@ def diff(run_a: str, run_b: str, db: str, fmt: str, columns: str | None, no_page
 @click.option("--source", default=None, help="The source whose run the postmortem notebook shows (path, or any "
               "suffix of it that names one).")
 @click.option("--browser/--no-browser", default=False, show_default=True, help="Open the lab in a web browser.")
-def lab(db: str, port: int | None, run_: str | None, source: str | None, browser: bool) -> None:
+@click.option("--ip", default="127.0.0.1", show_default=True,
+              help="Address to listen on (0.0.0.0: every one); the token is always required.")
+def lab(db: str, port: int | None, run_: str | None, source: str | None, browser: bool, ip: str) -> None:
     """Open the database in JupyterLab, on copies of the bundled notebooks (explore, postmortem) kept in
     a folder beside it (DB stem + -notebooks), made the first time and never overwritten."""
     try:
-        server = api.start_lab(db, port=port, run=run_, source=source, open_browser=browser)
+        server = api.start_lab(db, port=port, run=run_, source=source, open_browser=browser, ip=ip)
     except api.LabError as exc:
         fail(str(exc))
     click.echo(f"JupyterLab on {server.url}\n  notebooks in {server.root} (your copies), database {db} "
                f"(${api.LAB_DB_ENV} in the notebooks)\n  Ctrl-C stops it")
+    hint = server.ssh_hint()
+    if hint:
+        click.echo(f"  {hint}")
     code = server.serve()
     if code is None:
         click.echo("JupyterLab stopped")
     elif code:
         fail(f"JupyterLab exited (code {code})")
+
+
+MCP_TOKEN_ENV = "LOGMINE_MCP_TOKEN"
+
+
+@main.command(short_help="Serve the database to coding agents over MCP (stdio or HTTP).")
+@DB_OPTION
+@click.option("--http", "http_port", type=click.IntRange(1, 65535), default=None, metavar="PORT",
+              help=f"Serve streamable HTTP on http://127.0.0.1:PORT/mcp instead of stdio; clients must send "
+                   f"`Authorization: Bearer TOKEN`, TOKEN from ${MCP_TOKEN_ENV} (else made up and printed on stderr).")
+def mcp(db: str, http_port: int | None) -> None:
+    """Serve the database to coding agents over the Model Context Protocol: tools (runs, run_summary, query,
+    sql, check_figures, what_changed, errors, tail) and resources (the report, the tables), each call on a
+    read-only connection that reaches no other file."""
+    import os
+    import secrets
+
+    token = os.environ.get(MCP_TOKEN_ENV)
+    made_up = http_port is not None and not token
+    token = secrets.token_urlsafe(32) if made_up else token
+
+    def announce(url: str) -> None:  # once the database and the port are known to be good
+        if made_up:
+            click.echo(f"logmine mcp: {url}, send `Authorization: Bearer {token}` (set ${MCP_TOKEN_ENV} to choose "
+                       "the token)", err=True)
+
+    try:
+        from .mcp.server import serve  # the SDK loads with it
+    except ImportError as exc:
+        fail(f"the MCP server needs the mcp package ({exc.name} is missing): pip install 'logmine[mcp]'")
+    try:
+        serve(db, http_port=http_port, token=token, announce=announce)
+    except OSError as exc:
+        why = os.strerror(exc.errno) if exc.errno else str(exc)
+        fail(f"127.0.0.1:{http_port}: cannot serve ({why})" if http_port and exc.errno else str(exc))
 
 
 @main.command(short_help="Write a postmortem that cites a log line for each figure.")
@@ -329,6 +418,84 @@ def claims(db: str, session: str | None, run_: int | None, fmt: str, columns: st
         df = df[api.key_columns("claims")].assign(measured_source=df["measured_source"].map(
             lambda s: s.rsplit("/", 1)[-1] if isinstance(s, str) else s)).rename(columns=CLAIM_HEADERS)
     show(df, fmt, columns, no_pager)
+
+
+@main.command(short_help="What the next configuration would cost, from a run's own figures.")
+@DB_OPTION
+@click.option("--run", "run_", default=None, metavar="[SOURCE:]ORDINAL",
+              help="The run whose figures the plan starts from (default: the last that allocated a KV pool).")
+@click.option("--source", default=None, help="The source of --run (path, or any suffix of it that names one).")
+@click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
+              help="A server arg to change, e.g. mem_fraction_static=0.92 (repeatable).")
+@click.option("--options", "with_options", is_flag=True, help="Also list the standard ways to more KV capacity.")
+@click.option("--audit", "with_audit", is_flag=True,
+              help="Also audit the run's host memory: HiCache pools pinned per node against the host's free memory.")
+@click.option("--sglang-version", default=None, metavar="X.Y.Z",
+              help="The release, for the audit's pinning (else the one a session's pip output shows).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
+              help="json: one object with every figure, its logged inputs and formula.")
+def plan(db: str, run_: str | None, source: str | None, settings: tuple[str, ...], with_options: bool,
+         with_audit: bool, sglang_version: str | None, fmt: str) -> None:
+    """Predict the KV pool, headroom and HiCache host pool of a changed configuration from a run's logged
+    figures, with SGLang's own formulas; say where SGLang would not start."""
+    with api.open_db(db) as con:
+        try:
+            result = api.plan(con, list(settings), run=run_, source=source, with_options=with_options)
+            if with_audit:
+                result["host_audit"] = api.host_memory_audit(con, run=f"{result['source']}:{result['run']}",
+                                                             version=sglang_version)
+        except ValueError as exc:  # a setting plan cannot predict (api.PlanError), a bad release
+            fail(str(exc))
+        names = api.source_names(con)
+    if fmt == "json":
+        click.echo(json.dumps(result, indent=2, default=str))
+        return
+    click.echo(plan_text(result, names.get(result["source"], result["source"])))
+
+
+PLAN_ROWS = [("KV tokens per rank", "kv_tokens_per_rank"), ("KV GiB per rank", "kv_gib_per_rank"),
+             ("headroom GiB per rank", "headroom_gib_per_rank"), ("host pool GB per rank", "host_cache_gb_per_rank"),
+             ("host pool GB in all", "host_cache_gb_total")]
+
+
+def plan_text(result: dict, source: str) -> str:
+    """The plan as a terminal reads it: the run beside the prediction, then where each figure comes from."""
+    changes = ", ".join(f"{k} {c['from']} -> {c['to']}" for k, c in result["changes"].items()) or "no change"
+    rows = [[label, _figure(result["baseline"].get(key)), _figure(result[key])] for label, key in PLAN_ROWS]
+    out = [f"run {result['run']} of {source}, {changes}:",
+           render(api.Rows(["figure", f"run {result['run']}", "predicted"], rows), "table")]
+    out += [textwrap.fill(f"! {line}", 80, subsequent_indent="  ") for line in result["outside_formula"]]
+    out += [textwrap.fill(f"note: {line}", 80, subsequent_indent="  ") for line in result["notes"]]
+    for label, key in PLAN_ROWS[:1] + PLAN_ROWS[3:4]:
+        figure = result["figures"][key]
+        out.append(textwrap.fill(f"{label}: {figure['formula']}", 80, subsequent_indent="  "))
+    audit = result.get("host_audit")
+    if audit:
+        pinned = ("no HiCache host pool" if audit["pinned_gb_per_node"] is None else
+                  f"{audit['pinned_gb_per_node']} GB pinned per node ({audit['ranks_per_node']} ranks x "
+                  f"{audit['pinned_gb_per_rank']} GB, {audit['requested_from']})")
+        host = ("" if audit["host_available_gb"] is None else
+                f"; host available {audit['host_available_gb']} GB ({audit['host_available_from']})")
+        release = f"; SGLang v{audit['sglang_version']}: {audit['allocator']}" if audit["sglang_version"] else ""
+        out.append(textwrap.fill(f"host audit: {pinned}{host}{release}", 80, subsequent_indent="  "))
+        out += [textwrap.fill(f"! {finding}", 80, subsequent_indent="  ") for finding in audit["findings"]]
+    for option in result.get("options", []):
+        settings = " ".join(f"--set {k}={v}" for k, v in option["set"].items())
+        host = (f", host pool {option['host_cache_gb_per_rank']} GB per rank / {option['host_cache_gb_total']} GB "
+                "in all" if option["host_cache_gb_per_rank"] is not None else "")
+        delta = option["kv_tokens_delta"]
+        out.append(textwrap.fill(
+            f"option: {option['option']} ({settings}): {_figure(option['kv_tokens_per_rank'])} KV tokens per rank "
+            f"({'n/a' if delta is None else f'{delta:+,}'}), headroom {_figure(option['headroom_gib_per_rank'])} "
+            f"GiB{host}; {option['caveat']}" + "".join(f"; ! {line}" for line in option["outside_formula"]),
+            80, subsequent_indent="  "))
+    return "\n".join(out)
+
+
+def _figure(value: object) -> str:
+    if value is None:
+        return ""
+    return f"{value:,}" if isinstance(value, int) else f"{value:,.2f}" if isinstance(value, float) else str(value)
 
 
 def fail(message: str) -> None:

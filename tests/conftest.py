@@ -15,7 +15,8 @@ import pytest
 from logmine import api
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+# LOGMINE_SHARED points at the shared data where the checkout has no ../shared beside it (a worktree).
+SHARED = Path(os.environ.get("LOGMINE_SHARED") or REPO.parent / "shared")
 SAMPLE = SHARED / "samples" / "kimi-k25"
 CORPUS = SHARED / "corpus" / "sglang"
 # The tests of --jobs run pools of more processes than this machine has cores (ingests cap them at the cores).

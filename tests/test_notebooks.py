@@ -30,6 +30,8 @@ print(json.dumps({
     "legend_over_a_bar": any(legend_box.overlaps(bar.get_window_extent(renderer)) for bar in phases_ax.patches),
     "decode_minutes": {line.get_label(): [float(min(line.get_xdata())), float(max(line.get_xdata()))]
                        for line in decode_ax.get_lines()},
+    "unfinished": [[patch.get_y() + patch.get_height() / 2, patch.get_x() + patch.get_width()]
+                   for patch in phases_ax.patches if patch.get_hatch() == "//"],
     "sql_rows": next(v for v in Out.values() if isinstance(v, pd.DataFrame) and "decode_lines" in v).values.tolist(),
 }, default=int))
 """
@@ -84,6 +86,8 @@ def test_explore_notebook(demo_db: Path, monkeypatch: pytest.MonkeyPatch, tmp_pa
     assert "<image/png>" in out["serving"] and "648" in out["serving"]
     assert charts["phase_labels"] == ["journal.txt run 1", "journal.txt run 2", "journal.txt run 3"]
     assert not charts["legend_over_a_bar"]
+    # Run 2 failed while starting: its bar goes on, unfinished, to where it stopped (10:33:42 to 10:35:02).
+    assert charts["unfinished"] == [[1.0, 80.0]]
     # Minutes since each run's start: run 1 decoded from 2.3 to 27.75 min after its start, run 3 from 2.6.
     assert charts["decode_minutes"] == {"journal.txt run 1": [2.3, 27.75],
                                         "journal.txt run 3": [2.6, pytest.approx(9.6167, abs=1e-3)]}
@@ -111,19 +115,25 @@ def test_explore_legend_beside_the_longest_start(monkeypatch: pytest.MonkeyPatch
     charts = json.loads(execute("explore", db, monkeypatch, tmp_path, probe=EXPLORE_PROBE)["probe"])
     assert charts["phase_labels"] == ["journal.txt run 1", "journal.txt run 2", "journal.txt run 3"]
     assert not charts["legend_over_a_bar"]
+    # Run 2 never became ready: its bar goes on, unfinished, to where it stopped (23:31:07 to 23:33:41).
+    assert charts["unfinished"] == [[1.0, 154.0]]
 
 
 def test_postmortem_notebook_looks_at_the_run_that_failed(demo_db: Path, monkeypatch: pytest.MonkeyPatch,
                                                            tmp_path: Path) -> None:
     out = execute("postmortem", demo_db, monkeypatch, tmp_path)
-    assert out["setup"].startswith("**Run 2** of `journal.txt`: started 2026-03-12 10:33:42, **failed**: Main "
-                                   "process exited, code=exited, status=1/FAILURE")
-    assert out["why-it-ended"].startswith("run 2: failed; Main process exited, code=exited, status=1/FAILURE; "
-                                          "2 error(s) logged")
+    # The run's root cause first, then systemd's verdict.
+    assert out["setup"].startswith("**Run 2** of `journal.txt`: started 2026-03-12 10:33:42, **failed**: host "
+                                   "memory: ValueError: Not enough host memory available.")
+    assert out["why-it-ended"].startswith("run 2: failed; host memory: ValueError: Not enough host memory available.")
+    assert "; Main process exited, code=exited, status=1/FAILURE; 2 error(s) logged" in out["why-it-ended"]
     assert out["why-it-ended"].count("host_memory") == 2
     assert "38.65" in out["phases"] and "all ranks" in out["memory"]
     assert "hicache_ratio        2.0        3.0" in out["config-changes"]
     assert "enable_hierarchical_cache': [False, True]" in out["links"]
+    # What the next configuration would cost, from run 2's own figures, and its host pools against the host.
+    assert out["next-config"].startswith("from run 2; host pools: 240.68 GB per node, 98.84 GB available, fits: False")
+    assert "raise mem_fraction_static" in out["next-config"] and "FP8 KV cache" in out["next-config"]
 
 
 def test_postmortem_of_a_run_without_an_exit_line(demo_db: Path, monkeypatch: pytest.MonkeyPatch,
@@ -148,7 +158,7 @@ def test_postmortem_chooses_a_run_by_source_and_ordinal(two_journals_db: Path, m
                       probe=POSTMORTEM_PROBE)
         assert out["setup"].startswith("**Run 2** of `gpu-a/journal.txt`: started 2026-03-12 10:33:42, **failed**")
         assert out["runs"].startswith("`gpu-a/journal.txt`: 3 run(s)")
-        assert out["why-it-ended"].startswith("run 2: failed; Main process exited")
+        assert out["why-it-ended"].startswith("run 2: failed; host memory: ValueError")
         assert json.loads(out["probe"]) == {"source": a, "run": 2, "listed": [[a, 1], [a, 2], [a, 3]]}
 
 
@@ -163,12 +173,17 @@ def test_postmortem_among_sources_months_apart(tmp_path: Path, monkeypatch: pyte
     api.ingest([str(DEMO / "journal.txt"), str(shared_path("samples", "kimi-k25", "journal.txt")), str(glm)], db=db)
     out = execute("postmortem", db, monkeypatch, tmp_path, probe=POSTMORTEM_PROBE)
     assert json.loads(out["probe"]) == {"source": str(glm), "run": 1, "listed": [[str(glm), 1]]}
-    assert out["setup"].startswith(f"**Run 1** of `{glm.name}`: started 2026-06-11 05:11:58, **failed**: error")
+    assert out["setup"].startswith(f"**Run 1** of `{glm.name}`: started 2026-06-11 05:11:58, **failed**: device "
+                                   "memory: torch.OutOfMemoryError: CUDA out of memory.")
     assert out["runs"].startswith(f"`{glm.name}`: 1 run(s)")
-    assert out["why-it-ended"].startswith("run 1: failed; error; 1 error(s) logged")
+    assert out["why-it-ended"].startswith("run 1: failed; device memory: torch.OutOfMemoryError")
+    assert "; 1 error(s) logged" in out["why-it-ended"]
     assert "torch.OutOfMemoryError" in out["why-it-ended"]
     kimi = execute("postmortem", db, monkeypatch, tmp_path / "kimi", source=str(SAMPLE / "journal.txt"), run="3")
     assert kimi["setup"] == "**Run 3** of `kimi-k25/journal.txt`: started 2026-03-01 23:33:42, **running**"
+    # Config values as the log wrote them: a ratio of 4.0 and a seed of ten digits, not 4.000000e+00.
+    assert re.search(r"hicache_ratio\s+2\.0\s+4\.0\n", kimi["config-changes"]), kimi["config-changes"]
+    assert "e+0" not in kimi["config-changes"]
 
 
 def test_postmortem_refuses_a_bare_ordinal_of_several_sources(two_journals_db: Path,

@@ -6,7 +6,8 @@ from itertools import groupby
 
 import pandas as pd
 
-from .common import chart_run_name, draw, of_run, run_name, run_rows
+from ..derive.causes import phase_words
+from .common import chart_run_name, draw, of_run, rank_groups, run_name, run_rows
 from .data import ReportData
 from .model import Bar, Block, Chart, Heading, Section, Table, Text
 from .words import duration, missing, seconds
@@ -19,6 +20,9 @@ PHASES = [("to_init_s", "start → init", "started"), ("init_s", "init", "init")
           ("draft_graph_s", "draft CUDA graphs", "draft_cuda_graphs"), ("host_cache_s", "HiCache host pool", "hicache"),
           ("warmup_s", "warmup", "ready")]
 SERVING, UNFINISHED = "serving", "loading, never ready"
+# The phase table's row for each `failed_phase` (see logmine/derive/causes.py).
+FAILED_PHASE_COLUMNS = {"distributed init": "init_s", "weights": "weights_s", "KV pool": "kv_pool_s",
+                        "CUDA graphs": "cuda_graph_s", "HiCache host pool": "host_cache_s", "warmup": "warmup_s"}
 # Ranks whose phases differ by less than this (seconds) are drawn as one bar.
 RANK_SPREAD_S = 2.0
 # Runs side by side in one phase table: more would not fit a narrow window, so the next ones get their own.
@@ -26,15 +30,18 @@ RUNS_PER_TABLE = 4
 
 
 def phase_rows(data: ReportData, source: str, run: int) -> pd.DataFrame:
-    """Rank 0's phases, or every rank's when they differ by more than RANK_SPREAD_S; for a run that logged
-    no phase (a log that begins with its crash), one row without any, so that the run is still shown."""
+    """Rank 0's phases, or where ranks differ by more than RANK_SPREAD_S, a row per group of ranks within it
+    of each other (labelled `TP0-14 (15 ranks)`); for a run that logged no phase (a log that begins with its
+    crash), one row without any, so that the run is still shown."""
     load = data["load-time"]
     rows = of_run(load, source, run)
     if rows.empty:
         return pd.DataFrame([{"source": source, "run": run}], columns=load.columns)
-    columns = [p[0] for p in PHASES]
-    spread = (rows[columns].max() - rows[columns].min()).fillna(0)
-    return rows if (spread > RANK_SPREAD_S).any() else rows.iloc[:1]
+    groups = rank_groups(rows, [p[0] for p in PHASES], within=RANK_SPREAD_S)
+    if len(groups) == 1:
+        return rows.iloc[:1]
+    # `rank` stays the group's first rank, whose lines the cells cite; `ranks` names the group.
+    return pd.DataFrame([first.to_dict() | {"ranks": label} for first, label in groups])
 
 
 def run_bar(run: pd.Series, phases: pd.Series, label: str) -> Bar:
@@ -58,7 +65,8 @@ def run_bar(run: pd.Series, phases: pd.Series, label: str) -> Bar:
     segments.append((UNFINISHED, start, max(lifetime - start, 0)))
     if not segments[:-1]:
         return Bar(label, segments, f"{run['end_reason']} before its log shows any start-up phase")
-    return Bar(label, segments, f"{run['end_reason']} after {duration(lifetime)}")
+    where = phase_words(phases.get("failed_phase")) if not missing(phases.get("failed_phase")) else None
+    return Bar(label, segments, f"{run['end_reason']} {where + ' ' if where else ''}after {duration(lifetime)}")
 
 
 def phase_cells(data: ReportData, run: pd.Series, phases: pd.Series) -> list[Text]:
@@ -68,7 +76,12 @@ def phase_cells(data: ReportData, run: pd.Series, phases: pd.Series) -> list[Tex
                   [] if missing(phases[column]) else data.cite(source, ordinal, figure, phases["rank"]))
              for column, _, figure in PHASES]
     ready = not missing(run["ready_at"])
-    if not ready:  # the phase it never finished: the next one the source's other runs went through
+    failed_in = FAILED_PHASE_COLUMNS.get(str(phases.get("failed_phase") or "").partition(" at ")[0])
+    if not ready and failed_in:  # the phase it died in, as the run's own lines show
+        index = next(i for i, (column, _, _) in enumerate(PHASES) if column == failed_in)
+        spent = "" if missing(phases[failed_in]) else seconds(phases[failed_in], minutes_too=False) + ", "
+        cells[index] = Text(f"{spent}{run['end_reason']} here ({phases['failed_phase']})", cells[index].cites)
+    elif not ready:  # the phase it never finished: the next one the source's other runs went through
         logged = [i for i, (column, _, _) in enumerate(PHASES) if not missing(phases[column])]
         siblings = data["load-time"][data["load-time"]["source"] == source]
         later = [i for i in range(logged[-1] + 1 if logged else 0, len(PHASES))
@@ -102,7 +115,7 @@ def timeline_section(data: ReportData) -> Section | None:
         source, ordinal = run["source"], int(run["ordinal"])
         rows = phase_rows(data, source, ordinal)
         for _, phases in rows.iterrows():
-            rank = f" {phases['rank']}" if len(rows) > 1 else ""
+            rank = f" {phases['ranks']}" if len(rows) > 1 else ""
             bars.append(run_bar(run, phases, chart_run_name(data, source, ordinal) + rank))
             columns.append((source, f"run {ordinal}{rank}", phase_cells(data, run, phases)))
             described.append(f"{run_name(data, source, ordinal)}{rank}: {bars[-1].note}")
@@ -113,8 +126,8 @@ def timeline_section(data: ReportData) -> Section | None:
                    for bar in bars for name, start, length in bar.segments), default=0.0)
     phases = [name for _, name, _ in PHASES] + [SERVING, UNFINISHED]
     alt = "; ".join(described)
-    blocks = [Text("Each start's phases as rank 0 logged them, or every rank's where ranks differ by more than "
-                   f"{RANK_SPREAD_S:.0f} s. Bars of long serving are cut short; the note beside each bar says how "
-                   "long it served."),
+    blocks = [Text("Each start's phases as rank 0 logged them, or where ranks differ by more than "
+                   f"{RANK_SPREAD_S:.0f} s, each group of ranks within it of each other. Bars of long serving are "
+                   "cut short; the note beside each bar says how long it served."),
               Chart(lambda: draw("gantt", bars, phases, longest or 1.0), alt)]
     return Section("Timeline of every run", blocks + phase_tables(data, columns), "timeline")
