@@ -15,7 +15,8 @@ What is followed is read by the ingest itself, batch after batch, so the tables 
   is read to its end under its new name first (the source identity knows it by its content), then the
   new file at the old name; a file truncated in place is read again from its start, and the ingest keeps
   the rows read before as an earlier generation (`NAME@N`, `inputs.identity.retire_generation`).
-  Transcripts among them (a Claude Code project folder, a Codex sessions folder, an opencode database) are ingested again when they change.
+  Transcripts among them (a Claude Code project folder, a Codex sessions folder, an opencode database)
+  are ingested again when they change.
 
 A batch is committed when `BATCH_LINES` journal entries wait or `BATCH_SECONDS` after the first of them
 came; files are looked at every `POLL_SECONDS`, and committed `BATCH_SECONDS` after a change was first seen
