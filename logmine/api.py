@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -465,3 +466,30 @@ def follow(db: str | Path = DEFAULT_DB, *, unit: str | None = None, journal_file
         chosen.append(alerts.CommandSink(on_alert, on_error=lambda line: print(f"logmine: {line}", file=sys.stderr)))
     return Follower(str(db), journal, list(paths or []), alerts.load_rules(rules, builtin_rules), chosen,
                     on_commit=on_commit)
+
+
+# How long `follow_in_background` waits for a follower's first commit to make a new database.
+FIRST_COMMIT_SECONDS = 60
+
+
+def follow_in_background(db: str | Path, paths: list[str] | None = None, unit: str | None = None,
+                         journal_file: str | None = None, journal_dir: str | None = None) -> subprocess.Popen:
+    """`logmine follow` in a child process that ends with this one (`logmine mcp --follow`): it keeps `db`
+    current while this process reads it between the follower's commits. Its output goes nowhere: the MCP
+    server's standard output is the protocol's."""
+    import sys
+
+    from .live.follow import end_with_parent
+
+    args = [sys.executable, "-m", "logmine", "follow", "--db", str(db), *(paths or [])]
+    for option, value in (("--unit", unit), ("--journal-file", journal_file), ("--journal-dir", journal_dir)):
+        if value is not None:
+            args += [option, value]
+    follower = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, preexec_fn=end_with_parent)
+    import time
+
+    deadline = time.monotonic() + FIRST_COMMIT_SECONDS  # a new database exists once the first batch is stored
+    while not Path(db).exists() and follower.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return follower

@@ -380,12 +380,21 @@ MCP_TOKEN_ENV = "LOGMINE_MCP_TOKEN"
 @click.option("--http", "http_port", type=click.IntRange(1, 65535), default=None, metavar="PORT",
               help=f"Serve streamable HTTP on http://127.0.0.1:PORT/mcp instead of stdio; clients must send "
                    f"`Authorization: Bearer TOKEN`, TOKEN from ${MCP_TOKEN_ENV} (else made up and printed on stderr).")
-def mcp(db: str, http_port: int | None) -> None:
+@click.option("--follow", "follow_paths", multiple=True, metavar="PATH",
+              help="Keep the database current with these log files or folders while serving (`logmine follow`).")
+@click.option("--follow-unit", default=None, metavar="UNIT", help="... and with this systemd unit's journal.")
+@click.option("--follow-journal-file", default=None, metavar="FILE", help="... and with this journal file.")
+def mcp(db: str, http_port: int | None, follow_paths: tuple[str, ...], follow_unit: str | None,
+        follow_journal_file: str | None) -> None:
     """Serve the database to coding agents over the Model Context Protocol: tools (runs, run_summary, query,
     sql, check_figures, what_changed, errors, tail) and resources (the report, the tables), each call on a
-    read-only connection that reaches no other file."""
+    read-only connection that reaches no other file. With --follow, a `logmine follow` beside the server
+    keeps the database current, so every answer is of the logs as they are now."""
     import os
     import secrets
+
+    if follow_paths or follow_unit or follow_journal_file:
+        api.follow_in_background(db, list(follow_paths), unit=follow_unit, journal_file=follow_journal_file)
 
     token = os.environ.get(MCP_TOKEN_ENV)
     made_up = http_port is not None and not token

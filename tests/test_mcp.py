@@ -29,14 +29,14 @@ RIGHT = ("The KV pool holds 159,277 tokens per rank (10.42 GB per GPU), and HiCa
          "358.16 GB in all.")
 
 
-def stdio(db: Path) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=["-m", "logmine", "mcp", "--db", str(db)])
+def stdio(db: Path, *options: str) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=["-m", "logmine", "mcp", "--db", str(db), *options])
 
 
-def talk(db: Path, calls: Callable[[Client], Awaitable[dict]]) -> dict:
-    """Start `logmine mcp --db DB`, run `calls` with a client connected to it over stdio, stop it."""
+def talk(db: Path, calls: Callable[[Client], Awaitable[dict]], *options: str) -> dict:
+    """Start `logmine mcp --db DB [OPTIONS]`, run `calls` with a client connected to it over stdio, stop it."""
     async def session() -> dict:
-        async with Client(stdio(db), read_timeout_seconds=120) as client:
+        async with Client(stdio(db, *options), read_timeout_seconds=120) as client:
             return await calls(client)
 
     return asyncio.run(session())
@@ -369,3 +369,33 @@ def test_an_ingest_writes_between_two_calls(tmp_path: Path) -> None:
     assert [r["ordinal"] for r in rows(answers["before"], "runs")] == [1, 2]
     assert [(r["ordinal"], r["end_reason"]) for r in rows(answers["after"], "runs")] == [
         (1, "restarted"), (2, "failed"), (3, "running")]
+
+
+def test_with_follow_the_answers_are_of_the_log_as_it_grows(tmp_path: Path) -> None:
+    """`logmine mcp --follow LOG`: a follower beside the server stores what the log gains, and the next call
+    answers from it; the follower ends with the server."""
+    demo = (Path(__file__).resolve().parents[1] / "examples" / "demo" / "journal.txt").read_text().splitlines(True)
+    log = tmp_path / "journal.txt"
+    log.write_text("".join(demo[:500]))  # the first run only
+    db = tmp_path / "live.duckdb"
+
+    async def calls(client: Client) -> dict:
+        async def runs_when(count: int) -> list[dict]:
+            for _ in range(300):
+                result = await client.call_tool("runs", {})
+                if not result.is_error and len(rows(result, "runs")) == count:
+                    return rows(result, "runs")
+                await asyncio.sleep(0.1)
+            raise AssertionError(f"no {count} runs: {result.content[0].text[:300]}")
+
+        first = await runs_when(1)
+        with log.open("a") as more:
+            more.write("".join(demo[500:]))
+        return {"first": first, "all": await runs_when(3)}
+
+    found = talk(db, calls, "--follow", str(log))
+    assert [r["ordinal"] for r in found["first"]] == [1]
+    assert [r["end_reason"] for r in found["all"]] == ["restarted", "failed", "running"]
+    time.sleep(1)
+    left = subprocess.run(["pgrep", "-f", f"logmine follow --db {db}"], capture_output=True, text=True).stdout
+    assert left == ""

@@ -100,7 +100,7 @@ class JournalFeed:
         # it; and told to end when we do, even by SIGKILL.
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                         stdin=subprocess.DEVNULL, start_new_session=True,
-                                        preexec_fn=_end_with_parent)
+                                        preexec_fn=end_with_parent)
         self.errors: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
         threading.Thread(target=self._read_errors, daemon=True).start()
@@ -143,7 +143,7 @@ class JournalFeed:
                 self.process.wait()
 
 
-def _end_with_parent() -> None:
+def end_with_parent() -> None:
     """In the child, before exec: SIGTERM when the parent dies (Linux's PR_SET_PDEATHSIG)."""
     import ctypes
 
