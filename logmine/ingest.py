@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -48,6 +49,7 @@ from .sources import (
     iter_line_blocks,
     looks_binary,
     open_bytes,
+    per_rank_file,
     read_range,
 )
 from .store import (
@@ -303,6 +305,8 @@ class ParsePlan:
     last_kind: str | None = None
     redact: bool = False  # replace secrets in each line before it is parsed (`logmine.redact`)
     end_offset: int | None = None  # where to stop: one byte range of a file (`logmine.byte_ranges`)
+    file_host: str | None = None  # what a per-rank file's name says (`sources.per_rank_file`)
+    file_rank: int | None = None
 
 
 @dataclass
@@ -368,6 +372,8 @@ def plan_parse(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
         fallback_date = datetime.fromtimestamp(inp.mtime or datetime.now().timestamp()).strftime("%Y-%m-%d")
         time = infer_context(fmt, sample, int(fallback_date[:4]))
     plan = ParsePlan(inp, start_offset, first_line, source_id, fmt, time, fallback_date, redact=redact)
+    if inp.path != "-" and (named := per_rank_file(Path(inp.path).name)):
+        plan.file_host, plan.file_rank, _ = named
     if first_line > 1:  # the parser's state at the line before: the time and kind later lines inherit
         found = execute(con, "SELECT CAST(ts AS VARCHAR), kind FROM lines WHERE source_id = ? AND line_no = ?",
                     [source_id, first_line - 1])
@@ -407,7 +413,7 @@ def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iter
     """
     stream = stream or PeekableStream(open_bytes(plan.inp, plan.start_offset, plan.end_offset), plan.inp.display)
     parser = LineParser(plan.source_id, plan.envelope, plan.time, plan.fallback_date, last_ts=plan.last_ts,
-                        last_kind=plan.last_kind)
+                        last_kind=plan.last_kind, file_rank=plan.file_rank, file_host=plan.file_host)
     redactor = Redactor() if plan.redact else None
     # Every byte read is hashed (`source_identity`): a file edited in place, copied or renamed is recognised.
     hasher = content_hasher() if plan.start_offset == 0 else None

@@ -34,7 +34,30 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 # What a directory walk takes as a log file (a file named explicitly is read whatever its name).
 LOG_SUFFIXES = (".log", ".txt", ".jsonl", ".gz", ".zst", ".out", ".err")
 # Rotated copies keep their log name before a counter or a date: `server.log.1`, `server.log-20261201.gz`.
-ROTATED_LOG = re.compile(r"\.(?:log|txt|jsonl|out|err)(?:[.-]\d+)+(?:\.(?:gz|zst))?$")
+ROTATED_LOG = re.compile(r"\.(?:log|txt|jsonl|out|err)(?:(?:[.-]\d+)+|\.\d{4}-\d\d-\d\d(?:_\d\d(?:-\d\d)?)?)"
+                         r"(?:\.(?:gz|zst))?$")
+# SGLang's per-rank event files (`log_utils._create_log_target_file`): `<hostname>_<rank>.log`, rotated every
+# hour by Python's TimedRotatingFileHandler into `<hostname>_<rank>.log.YYYY-MM-DD_HH`.
+PER_RANK_FILE = re.compile(r"^(?P<host>.+)_(?P<rank>\d{1,5})\.log(?:\.(?P<rotated>\d{4}-\d\d-\d\d_\d\d))?"
+                           r"(?:\.(?:gz|zst))?$")
+
+
+def per_rank_file(name: str) -> tuple[str, int, str | None] | None:
+    """(host, rank, rotation stamp or None for the live file) of a per-rank file's name, else None."""
+    m = PER_RANK_FILE.match(name)
+    return (m["host"], int(m["rank"]), m["rotated"]) if m else None
+
+
+def in_time_order(names: list[Path]) -> list[Path]:
+    """A folder's files with each per-rank file's hourly copies before it, oldest first (the names sort
+    by their stamp), so that one host's and rank's events are read in the order they were written."""
+    def key(path: Path) -> tuple[str, str]:
+        found = per_rank_file(path.name)
+        if found is None:
+            return (path.name, "")
+        host, rank, rotated = found
+        return (f"{host}_{rank}.log", rotated or "\uffff")  # the live file last
+    return sorted(names, key=key)
 
 
 class InputError(Exception):
@@ -395,7 +418,7 @@ def walk_directory(root: Path, found: SortedInputs, walked: set[tuple[int, int]]
             return
         walked.add((info.st_dev, info.st_ino))
         tree = detect(root)
-        children = [] if tree else sorted(root.iterdir())
+        children = [] if tree else in_time_order(list(root.iterdir()))
     except OSError as exc:  # a folder that cannot be listed costs only itself
         found.skipped.append(f"{root}: cannot read ({exc.strerror})")
         return
