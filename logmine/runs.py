@@ -289,6 +289,8 @@ def end_reason(r: Run, is_last: bool) -> tuple[str, str | None]:
         return "restarted", None
     if exited or r.has("systemd_stopped", "systemd_deactivated"):
         return "stopped", detail
+    if r.has("uvicorn_finished"):  # the HTTP server shut down with no signal logged (a plain or Dynamo log)
+        return "stopped", "uvicorn shut down"
     return "running", None
 
 
