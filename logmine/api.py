@@ -158,8 +158,11 @@ def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, found: SortedInputs, 
         interrupts.check()
         derive.rebuild(con, utc_offset=utc_offset)
         untimed = dict(execute(con, "SELECT source_id, sum(untimed_markers) FROM runs GROUP BY ALL"))
+        shapes = dict(execute(con, "SELECT source_id, shape FROM new_shape")) if derive.has_table(con, "new_shape") \
+            else {}
         for source in report.logs.sources:
             source.untimed_markers = int(untimed.get(source.source_id) or 0)
+            source.new_shape = shapes.get(source.source_id)
         interrupts.check()
         knowledge.rebuild(con)  # facts, claims, decisions; spaCy only when a transcript has text
         interrupts.check()  # the last moment at which stopping leaves the database as it was
@@ -479,6 +482,8 @@ def summary_text(summary: dict) -> str:
                    f"{s['lines_read']:,} lines, {s['lines_untyped']:,} untyped")
         if s.get("note"):
             out.append(f"  {visible(s['note'], one_line=True)}")
+        if s.get("new_shape"):
+            out.append(f"  new shape: {visible(s['new_shape'], one_line=True)}")
         if s["untimed_markers"]:
             out.append(f"  {s['untimed_markers']:,} start, stop or exit lines have no time of their own (as in "
                        "`journalctl -o cat`): runs may miss the times only they show")

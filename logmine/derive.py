@@ -2,7 +2,7 @@
 
 In order: runs, configurations and their diffs (`runs`); the views in `queries/views/` (the parameter
 filters of the named queries, and each event table's `<table>_by_run` view); the templates of the lines
-no pattern knows (`templates`); and the links between agent transcripts and runs (`transcript_links`).
+no pattern knows (`templates`); the logs of a shape logmine does not read (`drift`); and the links between agent transcripts and runs (`transcript_links`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from importlib import resources
 
 import duckdb
 
-from . import runs, templates, transcript_links
+from . import drift, runs, templates, transcript_links
 from .parsers.events import EVENT_TABLES
 from .store import execute
 
@@ -25,9 +25,10 @@ def rebuild(con: duckdb.DuckDBPyConnection, utc_offset: timedelta | None = None)
     links between transcripts and runs."""
     runs.rebuild_runs(con)
     create_views(con)
-    if _has_table(con, "lines"):
+    if has_table(con, "lines"):
         templates.mine(con)
-    if _has_table(con, "sessions"):
+        drift.rebuild_new_shapes(con)
+    if has_table(con, "sessions"):
         transcript_links.link_transcripts(con, utc_offset)
 
 
@@ -45,5 +46,5 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
             execute(con, f"CREATE OR REPLACE VIEW {table.name}_by_run AS SELECT * FROM events_by_run('{table.name}')")
 
 
-def _has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+def has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
     return bool(execute(con, "SELECT 1 FROM information_schema.tables WHERE table_name = ?", [name]))

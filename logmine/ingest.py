@@ -86,13 +86,14 @@ class SourceReport:
     by_kind: Counter = field(default_factory=Counter)
     untimed_markers: int = 0  # in the whole source, once its runs are derived
     note: str | None = None  # what was done and why, when its content was seen before or changed
+    new_shape: str | None = None  # lines of a shape logmine does not read (`drift`), once the ingest is derived
 
     def as_dict(self) -> dict:
         return {"path": self.path, "source_id": self.source_id, "status": self.status, "note": self.note,
                 "format": self.envelope,
                 "lines_read": self.lines_read, "lines_typed": self.lines_typed,
                 "lines_untyped": self.lines_untyped, "by_kind": dict(self.by_kind.most_common()),
-                "untimed_markers": self.untimed_markers}
+                "untimed_markers": self.untimed_markers, "new_shape": self.new_shape}
 
 
 @dataclass
