@@ -14,6 +14,7 @@ import duckdb
 import pyarrow as pa
 
 from .parsers.line_shapes import describe_lines
+from .parsers.sglang_prefix import parse_prefix
 from .store import append, create_table, execute, typed_table
 
 DRIFT_SHARE = 0.5  # of a source's lines, untyped
@@ -41,7 +42,8 @@ def rebuild_new_shapes(con: duckdb.DuckDBPyConnection) -> None:
             continue
         sample = execute(con, "SELECT line_no, message FROM lines WHERE source_id = ? AND kind IS NULL "
                               "AND trim(message) <> '' ORDER BY line_no LIMIT ?", [source_id, SAMPLE_LINES])
-        looks = describe_lines([message for _, message in sample]) or "nothing logmine names"
+        # Described by what follows SGLang's prefix, where a line has one: the messages are what is new.
+        looks = describe_lines([parse_prefix(message)[1] for _, message in sample]) or "nothing logmine names"
         if envelope == "plain" and prefixed < PREFIXED_SHARE * lines:
             shape = f"lines look like {looks}: not a format logmine knows"
         else:

@@ -399,7 +399,7 @@ def detect_format(sample: Iterable[str]) -> str:
     if sum(_is_dynamo_json(ln) for ln in lines) >= len(lines) * 0.5:
         return "dynamo-jsonl"
     # Dynamo's first: its `ERROR main.init: ` would also read as a journal's `host ident: `.
-    counts = {name: sum(1 for ln in lines if rx.match(ln))
+    counts = {name: sum(1 for ln in lines if rx.match(ANSI.sub("", ln) if name == "dynamo" else ln))
               for name, rx in (("dynamo", DYNAMO), ("journal-short", SHORT), ("journal-iso", ISO), ("journal-full", FULL),
                                ("journal-unix", UNIX), ("journal-monotonic", MONOTONIC), ("stamped", STAMPED))}
     best = max(counts, key=lambda k: counts[k])
