@@ -1,5 +1,6 @@
--- new-shapes: the logs whose lines logmine mostly cannot type, and the shape those lines take: a
--- file in no format logmine knows ("lines look like JSON objects with keys ts, lvl, msg: not a format
+-- new-shapes: the logs whose lines logmine mostly cannot type, and the shape those lines take.
+--
+-- A file in no format logmine knows ("lines look like JSON objects with keys ts, lvl, msg: not a format
 -- logmine knows"), or a known envelope whose messages no pattern or catalogue entry types (a new
 -- release, a new writer). Remade at every ingest from the stored lines (`logmine/drift.py`); `line` is
 -- the first untyped line and `example` its text.
