@@ -2,7 +2,8 @@
 
 In order: runs, configurations and their diffs (`runs`); the views in `queries/views/` (the parameter
 filters of the named queries, and each event table's `<table>_by_run` view); the templates of the lines
-no pattern knows (`templates`); the logs of a shape logmine does not read (`drift`); and the links between agent transcripts and runs (`transcript_links`).
+no pattern knows (`templates`); the logs of a shape logmine does not read (`drift`); and the links
+between agent transcripts and runs (`transcript_links`).
 """
 
 from __future__ import annotations

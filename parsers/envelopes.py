@@ -400,7 +400,8 @@ def detect_format(sample: Iterable[str]) -> str:
         return "dynamo-jsonl"
     # Dynamo's first: its `ERROR main.init: ` would also read as a journal's `host ident: `.
     counts = {name: sum(1 for ln in lines if rx.match(ANSI.sub("", ln) if name == "dynamo" else ln))
-              for name, rx in (("dynamo", DYNAMO), ("journal-short", SHORT), ("journal-iso", ISO), ("journal-full", FULL),
+              for name, rx in (("dynamo", DYNAMO), ("journal-short", SHORT), ("journal-iso", ISO),
+                               ("journal-full", FULL),
                                ("journal-unix", UNIX), ("journal-monotonic", MONOTONIC), ("stamped", STAMPED))}
     best = max(counts, key=lambda k: counts[k])
     return best if counts[best] >= len(lines) * 0.3 else "plain"

@@ -291,7 +291,8 @@ STATS_SUFFIXES = (
     StatsSuffix("waiting-image-req", "waiting_image_req", "v0.5.10+ language-only (EPD) schedulers",
                 "Prefill batch, #new-seq: 2, #new-token: 1300, #cached-token: 0, token usage: 0.03, #running-req: 1, "
                 "#queue-req: 3, waiting-image-req: 2, cuda graph: False, input throughput (token/s): 2210.10"),
-    StatsSuffix("fwd occupancy", "fwd_occupancy_pct", "v0.5.19+ with the device timer (SGLANG_ENABLE_METRICS_DEVICE_TIMER)",
+    StatsSuffix("fwd occupancy", "fwd_occupancy_pct",
+                "v0.5.19+ with the device timer (SGLANG_ENABLE_METRICS_DEVICE_TIMER)",
                 "Decode batch, #running-req: 8, #token: 4096, token usage: 0.04, cuda graph: True, "
                 "gen throughput (token/s): 612.80, #queue-req: 0, fwd occupancy: 91.25%"),
 )

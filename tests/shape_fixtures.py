@@ -61,7 +61,8 @@ def _startup(t0: datetime) -> list[Record]:
                      "model_runner.load_model")
     out += _per_rank(t0 + timedelta(seconds=66), "KV Cache is allocated. #tokens: 801792, K size: 24.48 GB, "
                      "V size: 24.48 GB", "memory_pool._create_buffers")
-    out += _per_rank(t0 + timedelta(seconds=66.5), "Memory pool end. avail mem=13.85 GB", "model_runner.init_memory_pool")
+    out += _per_rank(t0 + timedelta(seconds=66.5), "Memory pool end. avail mem=13.85 GB",
+                     "model_runner.init_memory_pool")
     out.append(Record(t0 + timedelta(seconds=67), "max_total_num_tokens=801792, chunked_prefill_size=8192, "
                       "max_prefill_tokens=16384, max_running_requests=4096, context_len=40960, "
                       "available_gpu_mem=13.85 GB", 0, target="scheduler.__init__"))
@@ -87,7 +88,8 @@ def launch_records(day: datetime = datetime(2026, 3, 1, 22, 0, 0)) -> list[Recor
     records.append(Record(at, "Started server process [48211]", target="server.serve"))
     records.append(Record(at, "Waiting for application startup.", target="on.startup"))
     records.append(Record(at, "Application startup complete.", target="on.startup"))
-    records.append(Record(at, "Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)", target="server._log_started_message"))
+    records.append(Record(at, "Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)",
+                          target="server._log_started_message"))
     records += _requests(at + timedelta(seconds=1), "warmup", 1)
     records.append(Record(at + timedelta(seconds=3), "The server is fired up and ready to roll!",
                           target="http_server._wait_and_warmup"))

@@ -10,6 +10,14 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from logmine.parsers.envelopes import DYNAMO_FORMATS, READERS, TimeContext, detect_format
+from logmine.parsers.json_events import JSON_EVENTS, json_event_fields
+from logmine.parsers.line_shapes import LINE_SHAPES, describe_lines
+from logmine.parsers.sglang_formats import STATS_SUFFIXES
+
+from logmine import api, named_queries
+from logmine.sources import in_time_order
+
 from .shape_fixtures import (
     HOST,
     KV_GIB_PER_RANK,
@@ -22,13 +30,6 @@ from .shape_fixtures import (
     write,
     write_per_rank_folder,
 )
-
-from logmine import api, named_queries
-from logmine.parsers.envelopes import DYNAMO_FORMATS, READERS, TimeContext, detect_format
-from logmine.parsers.json_events import JSON_EVENTS, json_event_fields
-from logmine.parsers.line_shapes import LINE_SHAPES, describe_lines
-from logmine.parsers.sglang_formats import STATS_SUFFIXES
-from logmine.sources import in_time_order
 
 WRITERS = {"sglang": as_sglang, "dynamo": as_dynamo, "dynamo-jsonl": as_dynamo_jsonl}
 RUN_FIGURES = ("ordinal", "started_at", "ready_at", "ended_at", "end_reason", "ranks", "weights_gib_per_rank",
@@ -115,9 +116,9 @@ def test_every_dynamo_example_is_read_and_detected() -> None:
 
 
 def test_dynamo_readable_fields() -> None:
-    env = READERS["dynamo"]("\x1b[2m2026-03-01T22:41:12.004211Z\x1b[0m \x1b[32m INFO\x1b[0m "
-                            "\x1b[2mmodel_runner.load_model\x1b[0m\x1b[2m:\x1b[0m Load weight begin. avail mem=78.64 GB",
-                            TimeContext(2026))
+    coloured = ("\x1b[2m2026-03-01T22:41:12.004211Z\x1b[0m \x1b[32m INFO\x1b[0m "
+                "\x1b[2mmodel_runner.load_model\x1b[0m\x1b[2m:\x1b[0m Load weight begin. avail mem=78.64 GB")
+    env = READERS["dynamo"](coloured, TimeContext(2026))
     assert (env.ts, env.level, env.logger, env.message) == (
         "2026-03-01 22:41:12.004211", "INFO", "model_runner.load_model", "Load weight begin. avail mem=78.64 GB")
     rust = READERS["dynamo"](DYNAMO_FORMATS[0].examples[-1], TimeContext(2026))
@@ -213,7 +214,8 @@ def test_aside_coloured_local_time_dynamo_of_two_ranks(tmp_path: Path) -> None:
         r.message = r.message.replace("tp_size=4", "tp_size=2")
     own = figures(ingest(tmp_path / "a", [write(_mkdir(tmp_path / "a") / "s.log", as_sglang(records))]))
     coloured = [line if not line.startswith("2026") else
-                f"\x1b[2m{line[:26]}+01:00\x1b[0m \x1b[32m{line[28:33]}\x1b[0m {line[34:]}" for line in as_dynamo(records)]
+                f"\x1b[2m{line[:26]}+01:00\x1b[0m \x1b[32m{line[28:33]}\x1b[0m {line[34:]}"
+                for line in as_dynamo(records)]
     theirs = figures(ingest(tmp_path / "b", [write(_mkdir(tmp_path / "b") / "d.log", coloured)]))
     assert theirs == own
     assert [r["ranks"] for r in own["runs"]] == [2, 2]
