@@ -45,7 +45,7 @@ def rebuild_new_shapes(con: duckdb.DuckDBPyConnection) -> None:
         # Described by what follows SGLang's prefix, where a line has one: the messages are what is new.
         looks = describe_lines([parse_prefix(message)[1] for _, message in sample]) or "nothing logmine names"
         if envelope == "plain" and prefixed < PREFIXED_SHARE * lines:
-            shape = f"lines look like {looks}: not a format logmine knows"
+            shape = f"{looks if looks.startswith('lines ') else 'lines look like ' + looks}: not a format logmine knows"
         else:
             shape = f"{untyped:,} of its {lines:,} {envelope} lines hold messages logmine does not type ({looks})"
         rows.append({"source_id": source_id, "envelope": envelope, "shape": shape, "lines": lines,
