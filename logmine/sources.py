@@ -8,6 +8,7 @@ endings) is no part of its line; bytes that are not UTF-8 are kept as `\\xNN` es
 
 from __future__ import annotations
 
+import glob
 import gzip
 import hashlib
 import io
@@ -71,6 +72,9 @@ class Input:
     compression: str | None
     size: int | None
     mtime: float | None
+    # The files read one after the other as this input: a per-rank file's hourly copies, oldest first, then
+    # the file itself (`compression` "hourly"). Empty for one file.
+    parts: tuple[str, ...] = ()
 
     @property
     def resumable(self) -> bool:
@@ -114,7 +118,28 @@ def describe(path: Path) -> Input:
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
     compression = "gzip" if magic.startswith(GZIP_MAGIC) else "zstd" if magic.startswith(ZSTD_MAGIC) else None
+    copies = hourly_copies(path) if compression is None else []
+    if copies:
+        sizes = [c.stat() for c in copies]
+        return Input(str(path.resolve()), str(path), "hourly", stat.st_size + sum(c.st_size for c in sizes),
+                     max([stat.st_mtime] + [c.st_mtime for c in sizes]),
+                     tuple(str(c.resolve()) for c in copies) + (str(path.resolve()),))
     return Input(str(path.resolve()), str(path), compression, stat.st_size, stat.st_mtime)
+
+
+def hourly_copies(path: Path) -> list[Path]:
+    """The hourly copies beside a per-rank file (`<host>_<rank>.log.YYYY-MM-DD_HH`), oldest first; none for
+    any other file. Read with it as one source: one host's and rank's events in the order they were written."""
+    found = per_rank_file(path.name)
+    if found is None or found[2] is not None:
+        return []
+    try:
+        siblings = list(path.parent.glob(glob.escape(path.name) + ".*"))
+    except OSError:
+        return []
+    copies = [p for p in siblings if (named := per_rank_file(p.name)) and named[:2] == found[:2] and named[2]
+              and p.is_file()]
+    return sorted(copies, key=lambda p: p.name)
 
 
 def open_bytes(inp: Input, offset: int = 0, end: int | None = None) -> BinaryIO:
@@ -122,6 +147,8 @@ def open_bytes(inp: Input, offset: int = 0, end: int | None = None) -> BinaryIO:
     plain files only)."""
     if inp.path == "-":
         return sys.stdin.buffer
+    if inp.parts:
+        return Chained(inp.parts)  # type: ignore[return-value]
     raw = open(inp.path, "rb")  # noqa: SIM115 - closed by the caller through the returned stream
     if inp.compression == "gzip":
         return gzip.GzipFile(fileobj=raw)  # type: ignore[return-value]
@@ -129,6 +156,33 @@ def open_bytes(inp: Input, offset: int = 0, end: int | None = None) -> BinaryIO:
         return ZstdReader(raw)  # type: ignore[return-value]
     raw.seek(offset)
     return raw if end is None else Window(raw, end - offset)  # type: ignore[return-value]
+
+
+class Chained(io.RawIOBase):
+    """Files read one after the other as one stream (an input's `parts`)."""
+
+    def __init__(self, paths: tuple[str, ...]) -> None:
+        self.paths, self.raw = list(paths), None
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview | bytearray) -> int:
+        while True:
+            if self.raw is None:
+                if not self.paths:
+                    return 0
+                self.raw = open(self.paths.pop(0), "rb")  # noqa: SIM115 - closed when read to its end
+            got = self.raw.readinto(buffer) or 0
+            if got:
+                return got
+            self.raw.close()
+            self.raw = None
+
+    def close(self) -> None:
+        if self.raw is not None:
+            self.raw.close()
+        super().close()
 
 
 class Window(io.RawIOBase):
@@ -374,6 +428,9 @@ def add_file(path: Path, name: str, found: SortedInputs, named: bool, other_file
     if problem:
         found.skipped.append(f"{name}: {problem}")
         return
+    if not named and (rank_file := per_rank_file(path.name)) and rank_file[2] \
+            and (path.parent / f"{rank_file[0]}_{rank_file[1]}.log").is_file():
+        return  # an hourly copy, read with its per-rank file (`hourly_copies`)
     transcript = detect(path)
     if transcript:
         found.transcripts.append((path, transcript))

@@ -156,10 +156,15 @@ def test_per_rank_files_are_read_in_time_order_with_their_ranks(tmp_path: Path) 
     names = [p.name for p in in_time_order(list(folder.iterdir()))]
     assert names[:2] == [f"{HOST}_0.log.2026-03-01_21", f"{HOST}_0.log"]
     report = api.ingest([str(folder)], db=tmp_path / "t.duckdb")
+    # One source per host and rank, its hourly copy read first; a rank's file is no copy of another's,
+    # same bytes or not.
     read = [(Path(s.path).name, s.status, s.lines_read) for s in report.logs.sources]
-    assert [name for name, _, _ in read] == names
-    assert all(status == "new" for _, status, _ in read)  # a rank's file is no copy of another's, same bytes or not
+    assert read == [(f"{HOST}_0.log", "new", 16)] + [(f"{HOST}_{rank}.log", "new", 2) for rank in range(1, TP)]
     con = duckdb.connect(str(tmp_path / "t.duckdb"), read_only=True)
+    assert con.execute("SELECT compression, size_bytes FROM sources WHERE source_id = 1").fetchone() == \
+        ("hourly", sum(p.stat().st_size for p in folder.glob(f"{HOST}_0.log*")))
+    assert con.execute("SELECT bool_and(ordered) FROM (SELECT list(ts ORDER BY line_no) = list(ts ORDER BY ts) "
+                       "AS ordered FROM lines GROUP BY source_id)").fetchone()[0]
     ranks = con.execute("SELECT e.tp, l.host, count(*) FILTER (event = 'scheduler.status'), "
                         "count(*) FILTER (event = 'request.finished') FROM json_events AS e "
                         "JOIN lines AS l USING (source_id, line_no) GROUP BY ALL ORDER BY e.tp").fetchall()
@@ -167,6 +172,13 @@ def test_per_rank_files_are_read_in_time_order_with_their_ranks(tmp_path: Path) 
     assert con.execute("SELECT min(ts) FROM json_events").fetchone()[0] == datetime(2026, 3, 1, 21, 59, 59)
     assert con.execute("SELECT count(*) FROM lines WHERE kind IS NULL").fetchone()[0] == 0
     con.close()
+    again = api.ingest([str(folder / f"{HOST}_{rank}.log") for rank in range(TP)], db=tmp_path / "t.duckdb")
+    assert [s.status for s in again.logs.sources] == ["unchanged"] * TP  # named one by one: the same sources
+    hour = folder / f"{HOST}_1.log"  # the next hour's line: the file grew
+    hour.write_text(hour.read_text() + '{"timestamp": "2026-03-01T23:00:01", "event": "scheduler.status", '
+                    '"running_rids": [], "queued_rids": []}\n')
+    grown = api.ingest([str(folder)], db=tmp_path / "t.duckdb")
+    assert [(s.status, s.lines_read) for s in grown.logs.sources][1] == ("replaced", 3)
 
 
 def test_a_run_uvicorn_shut_down_ends_stopped(tmp_path: Path) -> None:
