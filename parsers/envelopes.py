@@ -280,11 +280,11 @@ def read_envelopes(lines: pa.StringArray, fmt: str, ctx: TimeContext, ascii_rows
     """The envelope of every line of a block, in order (`ctx` carries the year across blocks). Where
     `restarts` flags a row, an independent text starts there: it is read as if `ctx` were fresh."""
     if fmt == "journal-short":
-        return _read_short_block(lines, ctx, ascii_rows, restarts)
+        return _inner_dynamo(_read_short_block(lines, ctx, ascii_rows, restarts), ctx)
     n = len(lines)
     if fmt == "plain":
         none = pa.nulls(n, pa.string())
-        return Envelopes(none, none, none, pa.nulls(n, pa.int64()), none, lines)
+        return _inner_dynamo(Envelopes(none, none, none, pa.nulls(n, pa.int64()), none, lines), ctx)
     # The other envelopes are rarer and their readers keep no state: read them line by line.
     read = READERS[fmt]
     envs = [read(line, ctx) for line in lines.to_pylist()]
@@ -296,7 +296,35 @@ def read_envelopes(lines: pa.StringArray, fmt: str, ctx: TimeContext, ascii_rows
         out.logger = pa.array([e.logger for e in envs], pa.string())
         out.matched = np.array([e.level is not None for e in envs], dtype=bool)
         out.traces = [(i, e.trace) for i, e in enumerate(envs) if e.trace]
-    return out
+        return out
+    return _inner_dynamo(out, ctx)
+
+
+# A Dynamo readable line inside another envelope: `journalctl -u` of a `python -m dynamo.sglang` unit,
+# `docker logs -t` of its container, a file that mixes it with other writers' lines.
+DYNAMO_HEAD_RE2 = (r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d) +"
+                   rf"(?:{DYNAMO_LEVELS}) ")
+
+
+def _inner_dynamo(env: Envelopes, ctx: TimeContext) -> Envelopes:
+    """`env` with the Dynamo lines among its messages read as Dynamo's: their level, logger and message
+    (the outer envelope's time, host and PID stay); unchanged when there is none."""
+    rows = np.nonzero(flags(pc.match_substring_regex(env.message, DYNAMO_HEAD_RE2)))[0]
+    if not len(rows):
+        return env
+    inner = [read_dynamo(text, ctx) for text in env.message.take(pa.array(rows)).to_pylist()]
+    found = np.array([e.level is not None for e in inner], dtype=bool)
+    rows, inner = rows[found], [e for e, ok in zip(inner, found, strict=True) if ok]
+    if not len(rows):
+        return env
+    n = len(env.message)
+    env.message = patch(env.message, rows, pa.array([e.message for e in inner], pa.string()))
+    env.level = patch(pa.nulls(n, pa.string()), rows, pa.array([e.level for e in inner], pa.string()))
+    env.logger = patch(pa.nulls(n, pa.string()), rows, pa.array([e.logger for e in inner], pa.string()))
+    env.ts = pc.coalesce(env.ts, patch(pa.nulls(n, pa.string()), rows, pa.array([e.ts for e in inner], pa.string())))
+    env.matched = np.zeros(n, dtype=bool)
+    env.matched[rows] = True
+    return env
 
 
 def _short_groups(lines: pa.StringArray, ascii_rows: np.ndarray) -> tuple[np.ndarray, dict[str, pa.Array],

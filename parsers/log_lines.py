@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .envelopes import ANSI_ESCAPE, RANKLESS_FORMATS, Envelopes, TimeContext, read_envelopes
+from .envelopes import ANSI_ESCAPE, Envelopes, TimeContext, read_envelopes
 from .events import COMMON_COLUMNS, FLAG, INT16, INT32, INT64, TABLES_BY_NAME, TEXT, TIME
 from .json_events import JSON_EVENT_START, json_event_fields
 from .launch_config import parse_server_args_repr
@@ -106,7 +106,7 @@ class LineParser:
         env = read_envelopes(lines, self.envelope, self.time, ascii_rows, restarts)
         if self.envelope in ("journal-json", "dynamo-jsonl"):  # an ASCII record may decode to a message that is not
             ascii_rows = flags(pc.string_is_ascii(env.message))
-        message, continued = _first_lines(env.message) if env.matched is not None else (env.message, {})
+        message, continued = _first_lines(env.message, env.matched) if env.matched is not None else (env.message, {})
         body_source, progress = _carriage_returns(message)
         pre = parse_prefixes(body_source, ascii_rows)
         if env.matched is not None:  # the envelope's lines are the logger's records, as a prefix would say
@@ -115,8 +115,8 @@ class LineParser:
         body = pre.body
         classify_rows = np.nonzero(pre.prefixed | flags(pc.not_equal(body, "")))[0]
         found = self.classifier.classify(body, classify_rows, ascii_rows, env.ident, pre.prefixed)
-        if self.envelope in RANKLESS_FORMATS:
-            self._guess_ranks(pre, found.kinds)
+        if env.matched is not None:  # Dynamo's lines, on their own or inside another envelope
+            self._guess_ranks(pre, found.kinds, env.matched)
         self._file_identity(pre, env)
         block = Block(first_line_no, body, pre, ts, env.pid, found.kinds, progress, [None] * n, restarts,
                       continued=continued)
@@ -147,11 +147,12 @@ class LineParser:
 
     # ------------------------------------------------------------ columns
 
-    def _guess_ranks(self, pre: Prefixes, kinds: np.ndarray) -> None:
-        """Number the per-rank lines of an envelope that dropped the rank tags (`rank_guess`)."""
+    def _guess_ranks(self, pre: Prefixes, kinds: np.ndarray, rankless: np.ndarray) -> None:
+        """Number the per-rank lines of an envelope that dropped the rank tags (`rank_guess`), among the
+        `rankless` rows (Dynamo's)."""
         numbered = [k for k, table in self.classifier.tables.items() if table in PER_RANK_TABLES] + [LAUNCH_KIND]
         untagged = ~flags(pc.is_valid(pre.ranks[GUESSED_COLUMN]))
-        rows = np.nonzero(np.isin(kinds, numbered) & untagged)[0]
+        rows = np.nonzero(np.isin(kinds, numbered) & untagged & rankless)[0]
         guessed = [(int(i), self.ranks.rank_of(kinds[i], self.classifier.tables.get(kinds[i]))) for i in rows]
         guessed = [(i, rank) for i, rank in guessed if rank is not None]
         if guessed:
@@ -367,12 +368,12 @@ def _json_event_times(body: pa.StringArray) -> pa.StringArray:
     return pc.if_else(found.is_valid(), stamp, pa.scalar(None, pa.string()))
 
 
-def _first_lines(message: pa.StringArray) -> tuple[pa.StringArray, dict[int, list[str]]]:
-    """A record's message cut at its first newline, and the lines after it by row (a JSON record holds a
-    whole traceback in its one line)."""
+def _first_lines(message: pa.StringArray, records: np.ndarray) -> tuple[pa.StringArray, dict[int, list[str]]]:
+    """The messages of the `records` rows cut at their first newline, and the lines after it by row (a JSON
+    record holds a whole traceback in its one line)."""
     if not has_byte(message, 0x0A):
         return message, {}
-    rows = np.nonzero(flags(pc.match_substring(message, "\n")))[0]
+    rows = np.nonzero(flags(pc.match_substring(message, "\n")) & records)[0]
     parts = [message[int(i)].as_py().split("\n") for i in rows]
     first = pa.array([p[0] for p in parts], pa.string())
     return patch(message, rows, first), {int(i): p[1:] for i, p in zip(rows, parts, strict=True)}

@@ -237,3 +237,19 @@ def test_aside_coloured_local_time_dynamo_of_two_ranks(tmp_path: Path) -> None:
 def _mkdir(path: Path) -> Path:
     path.mkdir()
     return path
+
+
+def test_dynamo_lines_inside_a_journal_are_read_as_dynamos(tmp_path: Path, by_shape: dict) -> None:
+    """`journalctl -u` of a `python -m dynamo.sglang` unit: the journal's envelope, Dynamo's line inside."""
+    records = launch_records()
+    journal = [f"{r.at:%b %d %H:%M:%S} {HOST} python3[48211]: {line}"
+               for r, line in zip(records, as_dynamo(records), strict=True)]
+    con = ingest(tmp_path, [write(tmp_path / "journal.txt", journal)])
+    assert con.execute("SELECT envelope FROM sources").fetchone()[0] == "journal-short"
+    got = figures(con)
+    assert [(r["ranks"], r["kv_gib_per_rank"], r["weights_gib_per_rank"]) for r in got["runs"]] == \
+        [(TP, KV_GIB_PER_RANK, WEIGHTS_GIB_PER_RANK)] * 2
+    assert got["first_error"] == by_shape["sglang"]["figures"]["first_error"]
+    assert got["serving"] == by_shape["sglang"]["figures"]["serving"]
+    assert con.execute("SELECT count(*) FROM lines WHERE kind IS NULL").fetchone()[0] == 0
+    con.close()
