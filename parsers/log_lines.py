@@ -111,6 +111,7 @@ class LineParser:
         pre = parse_prefixes(body_source, ascii_rows)
         if env.matched is not None:  # the envelope's lines are the logger's records, as a prefix would say
             pre.prefixed = pre.prefixed | env.matched
+            _dynamo_own_records(pre, env)
         ts, log_ts = self._times(env, pre, restarts)
         body = pre.body
         classify_rows = np.nonzero(pre.prefixed | flags(pc.not_equal(body, "")))[0]
@@ -350,6 +351,16 @@ class Block:
         row = {"source_id": source_id, "line_no": self.first_line_no + i, "kind": None, "ts": self.ts[i].as_py(),
                "pid": self.pid[i].as_py()}
         return row | {name: values[i].as_py() for name, values in pre.ranks.items()}
+
+
+def _dynamo_own_records(pre: Prefixes, env: Envelopes) -> None:
+    """Dynamo's own (Rust) records, whose target is a module path (`dynamo_runtime::pipeline`), are
+    structured records whatever their text, as the foreign `LEVEL file.py:N:` shape is (`log_record`)."""
+    rows = np.nonzero(flags(pc.match_substring(env.logger, "::")))[0]
+    if len(rows):
+        at = pa.array(rows)
+        pre.logger = patch(pre.logger, rows, env.logger.take(at))
+        pre.level = patch(pre.level, rows, env.level.take(at))
 
 
 def _either(first: pa.Array, then: pa.Array | None) -> pa.Array:

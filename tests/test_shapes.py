@@ -253,3 +253,13 @@ def test_dynamo_lines_inside_a_journal_are_read_as_dynamos(tmp_path: Path, by_sh
     assert got["serving"] == by_shape["sglang"]["figures"]["serving"]
     assert con.execute("SELECT count(*) FROM lines WHERE kind IS NULL").fetchone()[0] == 0
     con.close()
+
+
+def test_dynamos_own_records_are_typed_and_do_not_pass_for_drift(tmp_path: Path) -> None:
+    rust = DYNAMO_FORMATS[0].examples[-1]
+    lines = [rust.replace("41959", str(41959 + i)) for i in range(30)] + as_dynamo(launch_records())[:20]
+    con = ingest(tmp_path, [write(tmp_path / "worker.log", lines)])
+    assert con.execute("SELECT count(*) FROM notices WHERE kind = 'log_record' AND level = 'DEBUG' "
+                       "AND origin = 'dynamo_runtime::pipeline::network::tcp::server'").fetchone()[0] == 30
+    assert con.execute("SELECT count(*) FROM new_shape").fetchone()[0] == 0
+    con.close()
