@@ -3,8 +3,8 @@
     python bench/knowledge_bench.py [--sentences N] [--batch-size B] [TRANSCRIPT ...]
 
 Reads the message text of real transcripts (by default the kimi-k25 sample and every transcript of
-../shared/corpus/transcripts), one line a text as `logmine.knowledge` feeds them, and runs the spaCy
-pipeline of `logmine.nlp` over them with `nlp.pipe` in one process. Entity extraction alone; the claim
+../shared/corpus/transcripts), one line a text as `logmine.knowledge.rebuild` feeds them, and runs the spaCy
+pipeline of `logmine.knowledge.nlp` over them with `nlp.pipe` in one process. Entity extraction alone; the claim
 checker runs only on sentences with a quantity. Prints lines, sentences, entities, seconds and rates.
 """
 
@@ -20,7 +20,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # one core: no BLAS threads (spaC
 from logmine.parsers.transcripts.detect import read_transcripts  # noqa: E402
 from logmine.parsers.transcripts.model import Message  # noqa: E402
 
-from logmine import nlp  # noqa: E402
+from logmine.knowledge import nlp  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 DEFAULT_INPUTS = [SHARED / "samples" / "kimi-k25" / "session.opencode.json",

@@ -23,8 +23,9 @@ from pathlib import Path
 
 import duckdb
 
-from logmine import api, named_queries
-from logmine.render import Rows
+from logmine import api
+from logmine.query import named_queries
+from logmine.query.rows import Rows
 
 ROOT = Path(__file__).resolve().parents[1]
 # Columns whose values depend on where and when the ingest ran, not on what it read.

@@ -1,6 +1,6 @@
 """The envelope readers read as an ingest reads them, and what accounts for every byte of their input.
 
-An ingest turns bytes into physical lines (`logmine.sources`), splits each line's envelope from its
+An ingest turns bytes into physical lines (`logmine.inputs.sources`), splits each line's envelope from its
 message (`parsers.envelopes`) and types the message (`parsers.log_lines`). `read_lines` runs that
 path on bytes held in memory, without a database, so a fuzzer can call it thousands of times a second;
 `check_accounted` is the promise every input must keep, shared by the fuzz targets and the property
@@ -20,9 +20,10 @@ import pyarrow.compute as pc
 import zstandard
 from logmine.parsers.envelopes import FORMATS, detect_format, infer_context, read_envelopes
 from logmine.parsers.vector_columns import flags
+from logmine.parsers.zstd_stream import ZstdReader
 
-from logmine.ingest import DETECT_LINES, ParsePlan, parse_batches
-from logmine.sources import Input, InputError, PeekableStream, ZstdReader, decode, iter_line_blocks
+from logmine.ingest.logs import DETECT_LINES, ParsePlan, parse_batches
+from logmine.inputs.sources import Input, InputError, PeekableStream, decode, iter_line_blocks
 
 COMPRESSIONS = ("gzip", "zstd")
 TYPED = "typed-lines"

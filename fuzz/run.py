@@ -26,7 +26,7 @@ sys.path.insert(0, str(HERE.parent))  # `fuzz` and `tests` as packages, whatever
 import atheris  # noqa: E402 - after the path it needs
 
 with atheris.instrument_imports(include=["logmine"]):
-    import logmine.ingest  # noqa: F401 - instrumented here, before any target module imports it
+    import logmine.ingest.logs  # noqa: F401 - instrumented here, before any target module imports it
 
 
 def target_modules() -> list:

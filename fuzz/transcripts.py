@@ -1,7 +1,7 @@
 """The transcript readers read as an ingest reads them, and what accounts for every record of their input.
 
 `read_transcript` writes bytes as a file (or a tree, or a database) of one format and reads it into the
-rows an ingest stores (`logmine.transcripts.read_rows`, every reader and every enrichment, no database);
+rows an ingest stores (`logmine.ingest.transcripts.read_rows`, every reader and every enrichment, no database);
 `check_accounted` is the promise every input must keep, shared by the fuzz targets and the property tests
 (tests/test_transcript_properties.py): nothing raises, every line that is no JSON object is reported
 with its file and line, every record a reader does not model is kept (an unknown record or a session
@@ -22,7 +22,7 @@ from typing import Any
 from logmine.parsers.transcripts import claude_code, codex, opencode
 from logmine.parsers.transcripts.model import TranscriptUnreadable
 
-from logmine import transcripts
+from logmine.ingest import transcripts
 
 # A target per reader: JSONL transcripts, an export, cat-ed storage objects, a storage tree (the bytes are
 # one message's file) and an opencode.db (the bytes are the `data` column of a message and of a part).

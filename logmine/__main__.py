@@ -7,13 +7,13 @@ server when a worker is likely, before it loads the parser (`worker.processes`).
 
 import sys
 
-from .worker.processes import single_threaded_blas
+from .ingest.worker.processes import single_threaded_blas
 
 
 def start() -> None:
     ingest = sys.argv[1:2] == ["ingest"]
     if ingest:
-        from . import interrupts
+        from .ingest import interrupts
 
         interrupts.install()  # first: a Ctrl-C while the modules load must not print an import's traceback
     single_threaded_blas()

@@ -16,18 +16,17 @@ from typing import TYPE_CHECKING
 
 import click
 
-from . import api, interrupts, named_queries
-from .render import FORMATS as OUTPUT_FORMATS
-from .render import TABLE_MAX_ROWS, RowChunks, Rows, clip, render, render_pieces, select_chunks, visible
-from .store import DEFAULT_DB, NotALogmineDatabase
-from .terminal import emit, emit_pieces
+from . import api
+from .terminal.pager import emit, emit_pieces
+from .terminal.render import FORMATS as OUTPUT_FORMATS
+from .terminal.render import TABLE_MAX_ROWS, clip, render, render_pieces, select_chunks, visible
 
 if TYPE_CHECKING:
     import pandas as pd
 
 # Exit codes: 1 when some inputs could not be read (the others were stored), 2 when nothing was done.
 INPUT_FAILED = 1
-DB_OPTION = click.option("--db", default=DEFAULT_DB, show_default=True, help="DuckDB database file.")
+DB_OPTION = click.option("--db", default=api.DEFAULT_DB, show_default=True, help="DuckDB database file.")
 
 
 class EnvelopeOption(click.Option):
@@ -35,9 +34,7 @@ class EnvelopeOption(click.Option):
     parsers take a quarter second to import."""
 
     def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
-        from .parsers.envelopes import FORMATS
-
-        self.help = "Force the log envelope: " + ", ".join(FORMATS) + "."
+        self.help = "Force the log envelope: " + ", ".join(api.envelope_formats()) + "."
         return super().get_help_record(ctx)
 
 
@@ -50,12 +47,12 @@ def output_options(command: Callable) -> Callable:
                         help="table: what fits the terminal; the others give every column and row.")(command)
 
 
-def show(data: Rows | RowChunks | pd.DataFrame, fmt: str, columns: str | None, no_pager: bool,
+def show(data: api.Rows | api.RowChunks | pd.DataFrame, fmt: str, columns: str | None, no_pager: bool,
          key_columns: Sequence[str] = ()) -> None:
     """Print a result: a table fitted to the terminal, or every row in `fmt`, written as it is read when
     the result comes in chunks."""
     picked = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
-    if isinstance(data, RowChunks):
+    if isinstance(data, api.RowChunks):
         emit_pieces(render_pieces(select_chunks(data, picked) if picked else data, fmt))
         return
     emit(render(data, fmt, columns=picked, key_columns=key_columns), pager=fmt == "table" and not no_pager)
@@ -88,25 +85,18 @@ def main() -> None:
 def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None, as_json: bool,
            redact: bool, jobs: int | None, engine: str, master: str, out: str | None) -> None:
     """Ingest SGLang logs/journals and agent transcripts (files, directories, or - for stdin)."""
-    from .worker.processes import arrow_without_pandas, start_early, tune_for_ingest, worker_likely
-
-    if engine != "spark" and jobs != 1 and worker_likely(list(paths), db):
-        start_early()  # its server loads the parser while this process loads the rest
-    arrow_without_pandas()
-    from .sources import InputError
-
+    api.prepare_ingest(list(paths), db, jobs, spark=engine == "spark")
     if engine == "spark":
         spark_ingest_command(list(paths), out, master, envelope, as_json, redact)
         return
 
-    tune_for_ingest()
     with api.progress_bar(enabled=not as_json) as progress:
         try:
             report = api.ingest(list(paths), db=db, envelope=envelope, tz=tz, progress=progress, redact=redact,
                                 jobs=jobs)
-        except (InputError, FileNotFoundError) as exc:
+        except (api.InputError, FileNotFoundError) as exc:
             fail(str(exc))
-    interrupts.check(committed=True)
+    api.check_interrupted(committed=True)
     summary = report.as_dict()
     if as_json:
         click.echo(json.dumps(summary, indent=2, default=str))
@@ -120,14 +110,11 @@ def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None
 
 def spark_ingest_command(paths: list[str], out: str | None, master: str, envelope: str | None, as_json: bool,
                          redact: bool) -> None:
-    from . import spark_engine, spark_ingest
-    from .sources import InputError
-
     if not out:
         fail("--engine spark writes a Parquet folder: give --out FOLDER")
     try:
-        report = spark_ingest.ingest(paths, out, master=master, envelope=envelope, redact=redact).as_dict()
-    except (InputError, spark_engine.SparkUnavailable) as exc:
+        report = api.spark_ingest(paths, out, master=master, envelope=envelope, redact=redact)
+    except (api.InputError, api.SparkUnavailable) as exc:
         fail(str(exc))
     if as_json:
         click.echo(json.dumps(report, indent=2))
@@ -150,7 +137,7 @@ def unparsed(db: str, limit: int, fmt: str, columns: str | None, no_pager: bool)
     """Lines logmine could not type, grouped by template, most frequent first."""
     with api.open_db(db) as con:
         rows = api.query_rows(con, "unparsed", limit=limit)
-    show(rows, fmt, columns, no_pager, named_queries.key_columns("unparsed"))
+    show(rows, fmt, columns, no_pager, api.key_columns("unparsed"))
 
 
 @main.command(short_help="Server runs: start, ready, end and why, load, memory.")
@@ -167,10 +154,10 @@ class QueryCommand(click.Command):
     """`logmine query`, whose help lists the named queries."""
 
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        names = named_queries.names()
+        names = api.query_names()
         room = (formatter.width or 80) - formatter.current_indent - max(map(len, names)) - 6
         with formatter.section("Named queries (`logmine query` gives the whole descriptions)"):
-            formatter.write_dl([(name, clip(named_queries.summary(name), room)) for name in names])
+            formatter.write_dl([(name, clip(api.query_summary(name), room)) for name in names])
 
 
 @main.command(cls=QueryCommand, short_help="Run a named query (without NAME: list them).")
@@ -190,21 +177,17 @@ def query(name: str | None, db: str, run_: int | None, source: str | None, sessi
     """Run a named query from queries/ (without NAME: list them)."""
     if name is None:
         width = shutil.get_terminal_size().columns
-        for known in named_queries.names():  # each description wrapped at words, under its name's column
-            click.echo(textwrap.fill(named_queries.description(known), width=max(width, 40),
+        for known in api.query_names():  # each description wrapped at words, under its name's column
+            click.echo(textwrap.fill(api.query_description(known), width=max(width, 40),
                                      initial_indent=f"{known:<16} ", subsequent_indent=" " * 17))
         return
     if engine == "spark":
         if not data:
             fail("--engine spark reads a Parquet folder: give --data FOLDER (`logmine export --parquet` writes one)")
-        from . import spark_engine
-
-        keys = named_queries.key_columns(name)
+        keys = api.key_columns(name)
         try:
-            spark = spark_engine.session(master)
-            spark_engine.register_folder(spark, data)
-            rows = spark_engine.query_rows(spark, data, name, run=run_, source=source, session=session)
-        except (spark_engine.Untranslatable, spark_engine.SparkUnavailable) as exc:
+            rows = api.spark_query_rows(master, data, name, run=run_, source=source, session=session)
+        except (api.Untranslatable, api.SparkUnavailable) as exc:
             fail(str(exc))
         show(rows, fmt, columns, no_pager, keys)
         return
@@ -213,7 +196,7 @@ def query(name: str | None, db: str, run_: int | None, source: str | None, sessi
 
 def query_command(db: str, name: str, fmt: str, columns: str | None, no_pager: bool, data: str | None = None,
                   **params: object) -> None:
-    keys = named_queries.key_columns(name)  # first, so that an unknown name fails before the database opens
+    keys = api.key_columns(name)  # first, so that an unknown name fails before the database opens
     with api.open_data(data) if data else api.open_db(db) as con:
         if fmt == "table":
             show(api.query_rows(con, name, at_most=TABLE_MAX_ROWS, **params), fmt, columns, no_pager, keys)
@@ -244,7 +227,7 @@ def tables(db: str, fmt: str, columns: str | None, no_pager: bool) -> None:
     """The tables and views of the database, with their row counts and columns."""
     with api.open_db(db) as con:
         rows = api.tables(con)
-    show(rows, fmt, columns, no_pager, ["rows", *named_queries.key_columns("tables")])
+    show(rows, fmt, columns, no_pager, ["rows", *api.key_columns("tables")])
 
 
 @main.command(short_help="Run any SQL over the logmine tables.")
@@ -285,14 +268,12 @@ def diff(run_a: str, run_b: str, db: str, fmt: str, columns: str | None, no_page
 def lab(db: str, port: int | None, run_: str | None, source: str | None, browser: bool) -> None:
     """Open the database in JupyterLab, on copies of the bundled notebooks (explore, postmortem) kept in
     a folder beside it (DB stem + -notebooks), made the first time and never overwritten."""
-    from . import lab as jupyter
-
     try:
-        server = jupyter.start(db, port=port, run=run_, source=source, open_browser=browser)
-    except jupyter.LabError as exc:
+        server = api.start_lab(db, port=port, run=run_, source=source, open_browser=browser)
+    except api.LabError as exc:
         fail(str(exc))
     click.echo(f"JupyterLab on {server.url}\n  notebooks in {server.root} (your copies), database {db} "
-               f"(${jupyter.DB_ENV} in the notebooks)\n  Ctrl-C stops it")
+               f"(${api.LAB_DB_ENV} in the notebooks)\n  Ctrl-C stops it")
     code = server.serve()
     if code is None:
         click.echo("JupyterLab stopped")
@@ -311,9 +292,7 @@ def lab(db: str, port: int | None, run_: str | None, source: str | None, browser
 def report(db: str, output: str, fmt: str | None, runs: tuple[int, ...], source: str | None,
            session: str | None) -> None:
     """Write a postmortem: what happened, why, what it cost, with the log line behind every figure."""
-    from .report import format_for  # here, not at the top: the report loads matplotlib and Jinja2
-
-    fmt = fmt or format_for(output)
+    fmt = fmt or api.report_format(output)
     with api.open_db(db) as con:
         text = api.report(con, fmt=fmt, runs=list(runs) or None, source=source, session=session)
     if output == "-":
@@ -341,7 +320,7 @@ def claims(db: str, session: str | None, run_: int | None, fmt: str, columns: st
     with api.open_db(db) as con:
         df = api.query(con, "claims", session=session, run=run_)
     if fmt == "table" and not columns:
-        df = df[named_queries.key_columns("claims")].assign(measured_source=df["measured_source"].map(
+        df = df[api.key_columns("claims")].assign(measured_source=df["measured_source"].map(
             lambda s: s.rsplit("/", 1)[-1] if isinstance(s, str) else s)).rename(columns=CLAIM_HEADERS)
     show(df, fmt, columns, no_pager)
 
@@ -355,9 +334,9 @@ def start() -> None:
     """Entry point that turns database errors into one-line messages."""
     try:
         main(standalone_mode=True)
-    except (LookupError, FileNotFoundError, NotALogmineDatabase) as exc:
+    except (LookupError, FileNotFoundError, api.NotALogmineDatabase) as exc:
         fail(str(exc).strip("'\""))
-    except interrupts.Interrupted as exc:
+    except api.Interrupted as exc:
         click.echo(f"logmine: {exc.message()}", err=True)
         sys.exit(130)
     except KeyboardInterrupt:
@@ -377,9 +356,7 @@ def start() -> None:
 
 def locked_message(exc: Exception) -> str | None:
     """What to do when another process holds the database: a reader blocks an ingest, an ingest blocks readers."""
-    from .store import lock_holder
-
-    holder = lock_holder(exc)
+    holder = api.lock_holder(exc)
     if holder is None:
         return None
     db, pid, command = holder

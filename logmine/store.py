@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
@@ -61,6 +62,16 @@ def connect(db: str | Path = DEFAULT_DB, read_only: bool = False) -> duckdb.Duck
     if str(db) != ":memory:":
         _check_file(Path(db), read_only)
     return duckdb.connect(str(db), read_only=read_only, config=OFFLINE)
+
+
+@contextmanager
+def reading(db: str | Path = DEFAULT_DB) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A read-only connection to a logmine database, closed when the block ends."""
+    con = connect(db, read_only=True)
+    try:
+        yield con
+    finally:
+        con.close()
 
 
 def _check_file(path: Path, read_only: bool) -> None:
@@ -202,9 +213,7 @@ def typed_table(data: pa.Table, columns: Mapping[str, ColumnType]) -> pa.Table:
     """
     import pyarrow as pa
 
-    unknown = [name for name in data.column_names if name not in columns]
-    if unknown:
-        raise ValueError(f"columns {unknown} are not in the table (known: {', '.join(columns)})")
+    check_columns(data.column_names, columns)
     arrays, fields = [], []
     for name, column_type in columns.items():
         target = arrow_type(column_type)
@@ -222,15 +231,52 @@ def typed_table(data: pa.Table, columns: Mapping[str, ColumnType]) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
-def append(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table, columns: Mapping[str, ColumnType]) -> None:
-    """Append a `typed_table`; columns left as text are TRY_CAST by DuckDB.
+def check_columns(names: Iterable[str], columns: Mapping[str, ColumnType]) -> None:
+    """Refuse a column the table does not have: a parser and its table disagree about a name (`comand`), and
+    dropping it would store NULL without a word."""
+    unknown = sorted(set(names) - set(columns))
+    if unknown:
+        raise ValueError(f"columns {unknown} are not in the table (known: {', '.join(columns)})")
+
+
+def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict],
+                columns: Mapping[str, ColumnType]) -> None:
+    """Store rows given as dicts keyed by column (a key the table lacks is refused), in one append."""
+    if not rows:
+        return
+    import pyarrow as pa
+
+    check_columns({key for row in rows for key in row}, columns)
+    data = pa.table({name: _arrow_values([row.get(name) for row in rows]) for name in columns})
+    append(con, table, typed_table(data, columns), columns)
+
+
+def _arrow_values(values: list[object]) -> pa.Array:
+    """Python values as an Arrow array; as text when their types differ (DuckDB gives a timestamp before
+    year 1 as text), which `append` casts back."""
+    import pyarrow as pa
+
+    try:
+        return pa.array(values)
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        return pa.array([None if v is None else str(v) for v in values], pa.string())
+
+
+def append(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table, columns: Mapping[str, ColumnType],
+           text: bool = False) -> None:
+    """Append an Arrow table with exactly the table's columns; every row logmine stores passes here.
+
+    Columns not of their column's Arrow type are TRY_CAST by DuckDB. With `text` (every column given as
+    text, as the transcripts are), every column is TRY_CAST, JSON too: a value that is not JSON (a redacted
+    tool output cut inside a string) becomes NULL instead of failing the batch.
 
     A relation, not a registered view: inside a transaction DuckDB keeps dropped views (and the
     Arrow data they hold) until the commit.
     """
+    check_columns(data.column_names, columns)
     exprs = []
     for name, column_type in columns.items():
-        plain = data.schema.field(name).type == arrow_type(column_type)
+        plain = not text and data.schema.field(name).type == arrow_type(column_type)
         exprs.append(f'"{name}"' if plain else f'TRY_CAST("{name}" AS {duckdb_type(column_type)}) AS "{name}"')
     con.from_arrow(data).project(", ".join(exprs)).insert_into(table)
 

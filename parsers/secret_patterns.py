@@ -1,6 +1,6 @@
 """What a secret looks like in a server log, a unit file, a launch command or an agent transcript.
 
-`logmine.redact` replaces the `secret` group of every pattern (the text around it stays, so a line still
+`logmine.ingest.redact` replaces the `secret` group of every pattern (the text around it stays, so a line still
 reads as what it was). Provider tokens not listed here are found by detect-secrets' plugins, on the lines
 `HINT` lets through. Each `example` holds a made-up secret of its kind: the tests check that it is found.
 """

@@ -1,4 +1,4 @@
-"""One large journal parsed by byte ranges (`logmine.byte_ranges`, `ingest --jobs N` from 3): the tables must
+"""One large journal parsed by byte ranges (`logmine.ingest.jobs.ranges`, `ingest --jobs N` from 3): the tables must
 be a serial ingest's, row for row, whether every range continues the one before it or one does not (a
 traceback open across a cut, a New Year between two ranges of a `journal-short` file)."""
 
@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from logmine import api, byte_ranges
+from logmine import api
+from logmine.ingest.jobs import ranges as byte_ranges
 
 from .conftest import REPO
 from .test_fleet import table_fingerprints

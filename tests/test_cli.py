@@ -11,8 +11,9 @@ import duckdb
 import pandas as pd
 import pytest
 
-from logmine import api, named_queries
-from logmine.render import TABLE_MAX_ROWS, render_pieces
+from logmine import api
+from logmine.query import named_queries
+from logmine.terminal.render import TABLE_MAX_ROWS, render_pieces
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "examples" / "demo"

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from logmine.parsers.envelopes import FORMATS, READERS, TimeContext
 
 from fuzz.envelopes import COMPRESSIONS, DEMO, TARGETS, TYPED, check_accounted, decompressing, read_lines, target
-from logmine.ingest import ingest_logs
-from logmine.sources import describe
+from logmine.ingest.logs import ingest_logs
+from logmine.inputs.sources import describe
 from tests.conftest import SHARED
 from tests.test_ingest import envelope_lines
 

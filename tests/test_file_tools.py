@@ -5,7 +5,7 @@ from __future__ import annotations
 from logmine.parsers.file_tools import file_writes_from_tool
 from logmine.parsers.shell_commands import Edit, FileWrite
 
-from logmine.file_contents import apply_edits
+from logmine.ingest.file_contents import apply_edits
 
 PATCH = """*** Begin Patch
 *** Add File: /etc/systemd/system/sglang.service.d/override.conf

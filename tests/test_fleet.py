@@ -15,9 +15,10 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-from logmine import api, named_queries
-from logmine import ingest as ingest_module
+from logmine import api
 from logmine.cli import main
+from logmine.ingest import logs as ingest_module
+from logmine.query import named_queries
 
 from .conftest import REPO, SAMPLE, shared_path
 
@@ -118,7 +119,7 @@ def spark_fleet(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201 - pys
     pytest.importorskip("pyspark")
     if shutil.which("java") is None:
         pytest.skip("no Java runtime")
-    from logmine import spark_engine
+    from logmine.fleet import spark_engine
 
     tmp = tmp_path_factory.mktemp("fleet")
     journal = (REPO / "examples" / "demo" / "journal.txt").read_text()
@@ -156,7 +157,7 @@ def test_spark_ingest_then_spark_query_gives_duckdbs_runs(spark_fleet, tmp_path:
 
 
 def test_spark_gives_the_rows_duckdb_gives(spark_fleet) -> None:  # noqa: ANN001
-    from logmine import spark_engine
+    from logmine.fleet import spark_engine
 
     spark, _, out = spark_fleet
     untranslatable = []
@@ -175,7 +176,7 @@ def test_spark_gives_the_rows_duckdb_gives(spark_fleet) -> None:  # noqa: ANN001
 
 
 def test_spark_query_that_cannot_run_says_so_in_one_line(spark_fleet) -> None:  # noqa: ANN001
-    from logmine import spark_engine
+    from logmine.fleet import spark_engine
 
     spark, _, out = spark_fleet
     with pytest.raises(spark_engine.Untranslatable, match=r"^query tables does not run on Spark: .*information_sch"):
@@ -199,7 +200,7 @@ def folder_tables(out: Path) -> dict[str, list]:
 def test_spark_ingest_reads_a_file_uri_as_it_reads_the_local_path(spark_fleet, tmp_path: Path) -> None:  # noqa: ANN001
     """`file://` goes the Hadoop way (listed by Spark's filesystem, read by `binaryFile`, the bytes ingested
     in the task) and gives the local path's tables, the URI naming the source."""
-    from logmine import spark_ingest
+    from logmine.fleet import spark_ingest
 
     journal = REPO / "examples" / "demo" / "journal.txt"
     local = spark_ingest.ingest([str(journal)], tmp_path / "local")
@@ -219,7 +220,7 @@ def test_spark_ingest_reads_a_folder_uri_in_a_serial_ingests_order(spark_fleet, 
     each in `failed`; `--out` may be a `file://` URI."""
     import gzip
 
-    from logmine import spark_ingest
+    from logmine.fleet import spark_ingest
 
     journal = (REPO / "examples" / "demo" / "journal.txt").read_bytes()
     folder = tmp_path / "fleet"
@@ -244,8 +245,8 @@ def test_spark_ingest_reads_a_folder_uri_in_a_serial_ingests_order(spark_fleet, 
 
 def test_spark_ingest_says_in_one_line_that_a_listed_file_is_gone(spark_fleet, tmp_path: Path,  # noqa: ANN001
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    from logmine import spark_ingest
-    from logmine.sources import InputError
+    from logmine.fleet import spark_ingest
+    from logmine.inputs.sources import InputError
 
     (tmp_path / "in").mkdir()
     gone = tmp_path / "in" / "gone.log"

@@ -8,7 +8,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from logmine.ingest import LOG_TABLES, ingest_logs
+from logmine.ingest.logs import LOG_TABLES, ingest_logs
 
 JOURNAL = Path(__file__).resolve().parents[1] / "examples" / "demo" / "journal.txt"
 

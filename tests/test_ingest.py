@@ -15,7 +15,7 @@ import zstandard
 from logmine.parsers.log_lines import LINE_COLUMNS, table_columns
 
 from logmine import api
-from logmine.ingest import BatchAppender, SourceReport
+from logmine.ingest.logs import BatchAppender, SourceReport
 from logmine.store import ensure_tables, typed_table
 
 MESSAGES = [

@@ -11,7 +11,7 @@ import pytest
 import xxhash
 
 from logmine import api
-from logmine.worker import processes
+from logmine.ingest.worker import processes
 from tests.test_growth import JOURNAL, tables
 from tests.test_source_identity import MORE, whole
 
@@ -44,10 +44,10 @@ def test_the_server_is_started_for_what_is_left_to_read(tmp_path: Path, small_th
 def test_pyarrow_settles_without_pandas_and_pandas_still_works() -> None:
     script = """
 import sys
-from logmine.worker.processes import arrow_without_pandas
+from logmine.ingest.worker.processes import arrow_without_pandas
 arrow_without_pandas()
 import pyarrow as pa
-import logmine.ingest
+import logmine.ingest.logs
 pa.array([1, 2])
 print('pandas' in sys.modules)
 import pandas as pd

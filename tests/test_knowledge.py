@@ -41,7 +41,7 @@ def test_sample_claims_get_the_truth_verdicts(ingested) -> None:
 
 
 def test_arithmetic_inside_a_claim_is_checked() -> None:
-    from logmine import claims, nlp, verdicts
+    from logmine.knowledge import claims, nlp, verdicts
 
     doc = nlp.pipeline()("The pool is 2 x 10.42 = 22.8 GB per GPU and 44.77 GB x 8 = 358 GB in total.")
     rows = [verdicts.judged(reading, None, {}) for reading in claims.read_claims(doc, 0, 0)]
@@ -106,7 +106,7 @@ def test_prose_is_read_once_and_claims_are_judged_again_when_runs_change(tmp_pat
 
 
 def test_every_entity_kind_and_normalised_quantities() -> None:
-    from logmine import facts, nlp
+    from logmine.knowledge import facts, nlp
 
     doc = nlp.pipeline()("On gpu-box (10.0.0.7) sglang-qwen.service serves Qwen/Qwen3-32B on 2x H100 with "
                          "`--mem-fraction-static=0.87 --tp 2`; /etc/systemd/system/sglang-qwen.service sets TP=2 "

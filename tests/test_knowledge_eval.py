@@ -46,7 +46,7 @@ def messages_of(path: Path) -> dict[int, str]:
 
 def scores(rows: list[dict]) -> dict[str, tuple[int, int, int]]:
     """Per entity kind: (true positives, false positives, false negatives), matching kind and text."""
-    from logmine import nlp
+    from logmine.knowledge import nlp
 
     counts: dict[str, list[int]] = {}
     for row, doc in zip(rows, nlp.read(r["text"] for r in rows), strict=True):

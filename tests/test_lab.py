@@ -16,8 +16,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from logmine import api, lab
-from logmine.lab import free_port
+from logmine import api
+from logmine.lab import server as lab
+from logmine.lab.server import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "examples" / "demo"

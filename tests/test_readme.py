@@ -48,3 +48,20 @@ def test_the_readme_shows_what_the_commands_print(tmp_path: Path, monkeypatch: p
         README.write_text(EXAMPLE.sub(lambda m: f"```\n$ {m.group(1)}\n{actual[m.group(1)]}```", text))
         return
     assert [(c, actual[c]) for c in actual] == [(m.group(1), m.group(2)) for m in examples]
+
+
+def test_the_tables_section_lists_every_table(demo_db: Path) -> None:
+    """The README's table list and the tables an ingest makes are the same names: a table added in code
+    without a line here, or a line left for a table that is gone, fails."""
+    import duckdb
+
+    section = README.read_text().split("\n## Tables\n", 1)[1].split("\n## ", 1)[0]
+    listed = set()
+    for row in section.splitlines():
+        if row.startswith("| `"):
+            listed |= set(re.findall(r"`([a-z_]+)`", row.split(" | ")[0]))
+    with duckdb.connect(str(demo_db), read_only=True) as con:
+        made = {name for (name,) in con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'").fetchall()}
+    assert made - listed == set(), "tables with no line in the README's Tables section"
+    assert listed - made == set(), "README lines for tables an ingest does not make"

@@ -12,8 +12,9 @@ import pyarrow as pa
 import pytest
 from logmine.parsers.secret_patterns import PATTERNS, PRIVATE_KEY_EXAMPLE
 
-from logmine import api, named_queries
-from logmine.redact import Redactor, placeholder
+from logmine import api
+from logmine.ingest.redact import Redactor, placeholder
+from logmine.query import named_queries
 
 from .conftest import shared_path
 

@@ -17,8 +17,9 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from logmine import api, named_queries
+from logmine import api
 from logmine.cli import main
+from logmine.query import named_queries
 from logmine.report import build
 from logmine.report.data import gather
 from logmine.report.serving import trend_panels

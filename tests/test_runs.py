@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from logmine import api
-from logmine import runs as run_segmentation
+from logmine.derive import runs as run_segmentation
 
 from .conftest import SAMPLE, shared_path
 
@@ -260,7 +260,7 @@ def test_derived_views_ship_as_documents_but_are_no_named_queries() -> None:
     offered by `logmine queries`."""
     from importlib import resources
 
-    from logmine import named_queries
+    from logmine.query import named_queries
 
     views = {f.name[:-4] for f in resources.files("logmine.queries").joinpath("views").iterdir()
              if f.name.endswith(".sql")}

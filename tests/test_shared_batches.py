@@ -20,14 +20,14 @@ import pytest
 from logmine.parsers.envelopes import TimeContext
 
 from logmine import api
-from logmine import ingest as ingest_module
 from logmine.cli import INPUT_FAILED
-from logmine.ingest import WORKER_MIN_BYTES, ParsePlan, parse_batches, typed_batch
-from logmine.parallel_ingest import POOL_LOST
+from logmine.ingest import logs as ingest_module
+from logmine.ingest.jobs.files import POOL_LOST
+from logmine.ingest.logs import WORKER_MIN_BYTES, ParsePlan, parse_batches, typed_batch
+from logmine.ingest.worker.parse import WorkerDied, WorkerParse
+from logmine.ingest.worker.slots import SharedSlots
+from logmine.inputs.sources import describe
 from logmine.scripts import load_script
-from logmine.sources import describe
-from logmine.worker.parse import WorkerDied, WorkerParse
-from logmine.worker.slots import SharedSlots
 
 from .conftest import REPO
 
@@ -266,8 +266,8 @@ def test_a_pool_process_killed_amid_byte_ranges_leaves_the_file_to_this_process(
                                                                                worker_sized_journal: Path) -> None:
     """The same for one file cut into byte ranges (`--jobs` from 3, here at any size): the ranges stored
     are dropped and the file is read here, as it was, but now the summary says why."""
-    any_size = ("import sys\nfrom logmine import byte_ranges\nfrom logmine.__main__ import start\n"
-                "byte_ranges.SPLIT_MIN_BYTES = 1\nsys.argv[0] = 'logmine'\nstart()\n")
+    any_size = ("import sys\nfrom logmine.ingest.jobs import ranges\nfrom logmine.__main__ import start\n"
+                "ranges.SPLIT_MIN_BYTES = 1\nsys.argv[0] = 'logmine'\nstart()\n")
     db = tmp_path / "t.duckdb"
     ingest, workers = _ingest_with_worker(worker_sized_journal, db, "--jobs", "3", logmine=("-c", any_size))
     os.kill(workers[0], signal.SIGKILL)

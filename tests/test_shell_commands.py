@@ -10,7 +10,7 @@ from logmine.parsers.shell_commands import (
     split_command,
 )
 
-from logmine.file_contents import apply_edits
+from logmine.ingest.file_contents import apply_edits
 
 SAMPLE_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "samples" / "kimi-k25"
 

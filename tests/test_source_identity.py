@@ -1,5 +1,5 @@
 """A log file is known by its content, not only its path: an edit in place is read again, a copy is
-stored once, a rotated or renamed journal goes on as the same source (`logmine.source_identity`)."""
+stored once, a rotated or renamed journal goes on as the same source (`logmine.inputs.identity`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 import xxhash
 import zstandard
 
-from logmine.ingest import IngestReport, ingest_logs
+from logmine.ingest.logs import IngestReport, ingest_logs
 from tests.test_growth import JOURNAL, tables
 
 MORE = b"Mar 12 12:00:00 gpu-box systemd[1]: Stopping sglang-qwen.service - SGLang Qwen3-32B...\n"

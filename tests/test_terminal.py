@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from logmine import named_queries
-from logmine.render import Rows, render, shortest_unique_suffixes
+from logmine.query import named_queries
+from logmine.query.rows import Rows
+from logmine.query.selection import shortest_unique_suffixes
+from logmine.terminal.render import render
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "examples" / "demo"
@@ -49,7 +51,8 @@ def in_terminal(columns: int, *args: str, rows: int = 50, env: dict[str, str] | 
 # `logmine query NAME` runs it, between marker lines.
 EVERY_QUERY = """
 import sys
-from logmine import cli, named_queries
+from logmine import cli
+from logmine.query import named_queries
 for name in named_queries.names():
     print("=== " + name, flush=True)
     cli.main(["query", name, "--db", sys.argv[1], "--no-pager"], standalone_mode=False)

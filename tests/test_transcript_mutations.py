@@ -15,7 +15,7 @@ from pathlib import Path
 from logmine.parsers.transcripts.detect import CLAUDE_CODE, CODEX, OPENCODE_CONCAT, OPENCODE_EXPORT, OPENCODE_SQLITE
 
 from fuzz.transcripts import opencode_db
-from logmine import transcripts
+from logmine.ingest import transcripts
 
 WRONG = ["x", 1e20, -1, [], {}, None, True]
 T0 = "2026-03-12T10:00:00Z"

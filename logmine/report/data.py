@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 import duckdb
 import pandas as pd
 
-from .. import named_queries
-from ..api import source_names
-from ..derive import has_table
+from ..derive.rebuild import has_table
+from ..query import named_queries
+from ..query.selection import source_names
 from .model import Citation
 
 # Per-run queries, each keyed by the column that holds the run ordinal.

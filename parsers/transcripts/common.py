@@ -104,7 +104,7 @@ def is_zstd(path: Path) -> bool:
 def open_text(path: Path) -> IO[str]:
     """Open a text file, decompressing .zst on the fly (streaming, never fully in memory)."""
     if is_zstd(path):
-        from logmine.sources import ZstdReader  # raises at a frame cut short, where zstandard's reader ends quietly
+        from ..zstd_stream import ZstdReader  # raises at a frame cut short, where zstandard's reader ends quietly
 
         return io.TextIOWrapper(ZstdReader(path.open("rb")), encoding="utf-8", errors="replace")
     return path.open("r", encoding="utf-8", errors="replace")

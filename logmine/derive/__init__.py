@@ -1,0 +1,1 @@
+"""What the stored lines mean together, rebuilt after each ingest: runs, configs, templates, links."""

@@ -1,0 +1,315 @@
+"""Runs (server launches), their configurations and what changed between them, from a log's lines.
+
+A run is one launch of the server with its worker processes. Boundaries come from systemd (`Starting`/
+`Started` of the unit), from journald PIDs whose lifetimes do not overlap, from a new `server_args=`
+dump, or from a uvicorn start after the server process ended (see `run_starts`). Everything
+else about a run (load time, memory budget, traffic) is computed by the named queries from the event
+tables, joined to `runs` on `source_id` and the line range (the `<table>_by_run` views,
+`queries/views/by_run.sql`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import duckdb
+
+from ..parsers.sglang_formats import CRASH_KINDS, MARKER_KINDS, PROCESS_END_KINDS
+from ..store import create_table, execute, insert_rows
+
+RUNS_COLUMNS = {
+    "source_id": "INTEGER", "ordinal": "INTEGER", "first_line_no": "BIGINT", "last_line_no": "BIGINT",
+    "pid": "INTEGER", "started_at": "TIMESTAMP", "ready_at": "TIMESTAMP", "ended_at": "TIMESTAMP",
+    "end_reason": "VARCHAR", "end_detail": "VARCHAR", "config_id": "VARCHAR", "untimed_markers": "BIGINT",
+    "prefill_batches": "BIGINT", "decode_batches": "BIGINT", "http_requests": "BIGINT",
+    "last_seen_at": "TIMESTAMP",  # its last stamped line: how far the log goes on a run that never ended
+}
+# Line kinds counted per run while its lines are read anyway: the runs query would otherwise join
+# millions of batch and access lines to their runs each time it is asked (0.3 s on 2M lines).
+TRAFFIC_KINDS = {"prefill_batch": "prefill_batches", "decode_batch": "decode_batches", "http_request": "http_requests"}
+CONFIG_COLUMNS = {"config_id": "VARCHAR", "args": "JSON", "n_args": "INTEGER"}
+DIFF_COLUMNS = {"source_id": "INTEGER", "from_run": "INTEGER", "to_run": "INTEGER", "key": "VARCHAR",
+                "old": "JSON", "new": "JSON"}
+
+# The lines that count towards a run's PIDs: systemd's own lines carry its PID, not the server's.
+SERVER_PID_LINE = "l.pid IS NOT NULL AND coalesce(l.ident, '') <> 'systemd'"
+# Each line's run, given the runs' first and last lines ($firsts, $lasts). DuckDB runs the range join as
+# a nested loop, one pass over the lines per run; the ASOF join sorts the lines once. Inside the ingest's
+# transaction, on 2M lines, the range join takes 0.03 s for 7 runs where the ASOF join takes 0.27 s, and
+# they break even at about 32 runs (2 s against 0.07 s at 1500).
+RANGE_JOIN_MAX_RUNS = 32
+RANGE_JOIN = """JOIN (SELECT unnest($firsts) AS first_line_no, unnest($lasts) AS last_line_no,
+                             generate_subscripts($firsts, 1) - 1 AS run_index) AS s
+                    ON l.line_no BETWEEN s.first_line_no AND s.last_line_no"""
+ASOF_JOIN = """ASOF JOIN (SELECT unnest($firsts) AS first_line_no,
+                                 generate_subscripts($firsts, 1) - 1 AS run_index) AS s
+                    ON l.line_no >= s.first_line_no"""
+
+@dataclass
+class Marker:
+    line_no: int
+    kind: str
+    ts: object
+    pid: int | None
+    exit_code: str | None  # of a `Main process exited` line: `killed`, `exited`, `dumped`
+    exit_status: str | None  # of the same line: `9/KILL`, `1/FAILURE`, `0/SUCCESS`
+    server_pid: int | None  # of uvicorn's `Started server process [PID]`
+
+    def exit_text(self) -> str:
+        return f"Main process exited, code={self.exit_code}, status={self.exit_status}"
+
+
+@dataclass
+class Run:
+    source_id: int
+    first_line_no: int
+    markers: list[Marker] = field(default_factory=list)
+    pids: Counter = field(default_factory=Counter)
+    last_line_no: int = 0
+    first_ts: object = None
+    last_ts: object = None
+    untimed_markers: int = 0  # start, stop and exit lines with no time of their own (`-o cat` drops systemd's)
+    traffic: Counter = field(default_factory=Counter)  # lines of each of TRAFFIC_KINDS
+
+    def first(self, *kinds: str) -> Marker | None:
+        return next((m for m in self.markers if m.kind in kinds), None)
+
+    def has(self, *kinds: str) -> bool:
+        return self.first(*kinds) is not None
+
+
+def rebuild_runs(con: duckdb.DuckDBPyConnection) -> None:
+    for name, columns in (("runs", RUNS_COLUMNS), ("configs", CONFIG_COLUMNS), ("config_diffs", DIFF_COLUMNS)):
+        execute(con, f'DROP TABLE IF EXISTS "{name}"')
+        create_table(con, name, columns)
+    sources = execute(con, "SELECT source_id, envelope FROM sources WHERE kind = 'log' ORDER BY source_id")
+    configs: dict[str, tuple[str, int]] = {}
+    all_runs, diffs = [], []
+    for source_id, envelope in sources:
+        runs = segment(con, source_id, envelope)
+        rows = [describe_run(r, i + 1, i + 1 == len(runs)) for i, r in enumerate(runs)]
+        attach_configs(con, source_id, rows, configs)
+        all_runs += rows
+        diffs += config_diffs(source_id, rows, configs)
+    insert_rows(con, "runs", all_runs, RUNS_COLUMNS)
+    insert_rows(con, "configs", [{"config_id": c, "args": args, "n_args": n} for c, (args, n) in configs.items()],
+                CONFIG_COLUMNS)
+    insert_rows(con, "config_diffs", diffs, DIFF_COLUMNS)
+
+
+def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None) -> list[Run]:
+    """Split a source's lines (read in `envelope`) into runs."""
+    # A line's own time: `-o cat` and plain files give systemd's lines no time, and the parser carries the
+    # previous line's time onto them; for run boundaries that borrowed time would be misleading.
+    own_ts = "CASE WHEN l.log_ts IS NULL THEN NULL ELSE l.ts END" if envelope == "plain" else "l.ts"
+    # Exit codes and server PIDs come typed from their events, never from the message text.
+    markers = [Marker(*row) for row in execute(con, f"""
+        SELECT l.line_no, l.kind, {own_ts} AS ts, l.pid, x.code, x.status, e.server_pid
+        FROM lines AS l
+        LEFT JOIN systemd AS x
+            ON x.source_id = l.source_id AND x.line_no = l.line_no AND x.kind = 'systemd_main_exited'
+        LEFT JOIN server_events AS e
+            ON e.source_id = l.source_id AND e.line_no = l.line_no AND e.kind = 'uvicorn_started'
+        WHERE l.source_id = $source AND l.kind IN ({', '.join("'" + k + "'" for k in MARKER_KINDS)})
+        ORDER BY l.line_no""", {"source": source_id})]
+    # Under systemd a run begins with the unit's start, whatever the PIDs do (see `run_starts`).
+    lifetimes = [] if under_systemd(markers) else execute(con, f"""
+        SELECT min(line_no), max(line_no) FROM lines AS l
+        WHERE source_id = ? AND {SERVER_PID_LINE} AND kind IS DISTINCT FROM 'journald_suppressed'
+        GROUP BY pid ORDER BY 1""", [source_id])
+    extent = execute(con, "SELECT min(line_no), max(line_no), max(ts) FROM lines WHERE source_id = ?", [source_id])[0]
+    if extent[0] is None:
+        return []
+    boundaries = run_starts(markers, launch_starts(lifetimes), extent[0])
+    runs = [Run(source_id, b) for b in boundaries]
+    for current, following in zip(runs, runs[1:] + [None], strict=True):
+        current.last_line_no = following.first_line_no - 1 if following else extent[1]
+    index = 0
+    for m in markers:
+        while index + 1 < len(runs) and m.line_no >= runs[index + 1].first_line_no:
+            index += 1
+        runs[index].markers.append(m)
+    # One grouped query for all runs (a crash loop of thousands of restarts would otherwise pay one per
+    # run), by PID within each run.
+    bounds: dict[str, object] = {"source": source_id, "firsts": [r.first_line_no for r in runs]}
+    join = ASOF_JOIN
+    if len(runs) <= RANGE_JOIN_MAX_RUNS:
+        join, bounds["lasts"] = RANGE_JOIN, [r.last_line_no for r in runs]
+    # Grouped by kind rather than counted with a FILTER per kind: DuckDB groups the compressed kind column
+    # at half the cost of evaluating the filters on every line (0.09 against 0.21 s CPU on 2M lines).
+    # A traceback's lines carry no stamp of their own in plain logs, and say nothing of when a run began.
+    untimed_kinds = {kind for kind in MARKER_KINDS if kind != "error"}
+    for index, pid, kind, server_line, count, first_ts, last_ts, untimed in execute(con, f"""
+            SELECT s.run_index, l.pid, l.kind, {SERVER_PID_LINE}, count(*), min({own_ts}), max({own_ts}),
+                   count(*) FILTER (WHERE {own_ts} IS NULL)
+            FROM lines AS l {join}
+            WHERE l.source_id = $source
+            GROUP BY ALL""", bounds):
+        current = runs[index]
+        if server_line:
+            current.pids[pid] += count
+        if kind in untimed_kinds:
+            current.untimed_markers += untimed
+        if kind in TRAFFIC_KINDS:
+            current.traffic[kind] += count
+        current.first_ts = _extreme(min, current.first_ts, first_ts)
+        current.last_ts = _extreme(max, current.last_ts, last_ts)
+    if len(runs) > 1 and not runs[0].markers and not runs[0].pids:
+        # Lines before the first start (a journal header, a boot marker) belong to the first run.
+        runs[1].first_line_no = runs[0].first_line_no
+        runs[1].untimed_markers += runs[0].untimed_markers
+        runs[1].traffic.update(runs[0].traffic)
+        runs = runs[1:]
+    return runs
+
+
+def _extreme(pick: Callable, *values: object) -> object:
+    """`pick` (min or max) of the values that are not None; None when all are."""
+    present = [v for v in values if v is not None]
+    return pick(present) if present else None
+
+
+def under_systemd(markers: list[Marker]) -> bool:
+    """Whether the server was started by a systemd unit (whose start lines are in the source)."""
+    return any(m.kind in ("systemd_starting", "systemd_started") for m in markers)
+
+
+def launch_starts(lifetimes: list[tuple[int, int]]) -> set[int]:
+    """First lines of the launches that journald PIDs show, given each PID's (first line, last line).
+
+    A worker process (scheduler, tokenizer, detokenizer) logs within the lifetime of the launch that
+    spawned it, so PIDs whose lifetimes overlap are one launch; a launch begins where a PID starts
+    after every earlier one has ended.
+    """
+    starts, end = set(), None
+    for first, last in lifetimes:
+        if end is not None and first > end:
+            starts.add(first)
+        end = last if end is None else max(end, last)
+    return starts
+
+
+def run_starts(markers: list[Marker], pid_launches: set[int], first_line: int) -> list[int]:
+    """First line of each run: a run is one launch of the server, with all its worker processes.
+
+    Under systemd a run begins with the unit's `Starting` (or a `Started` without one). Elsewhere it
+    begins where a new process lifetime begins (`launch_starts`), at a second `server_args=` dump
+    within one run, or at a uvicorn `Started server process` after the run's process has ended (several
+    tokenizer workers each log one while the launch is starting).
+    """
+    has_systemd = under_systemd(markers)
+    starts = [first_line]
+    previous_systemd = None
+    run_has_args = run_has_ended = False
+    events = [(m.line_no, m.kind) for m in markers] + [(line, "launch") for line in pid_launches]
+    for line_no, kind in sorted(events):
+        new_run = False
+        if has_systemd:
+            new_run = kind == "systemd_starting" or (
+                kind == "systemd_started" and previous_systemd != "systemd_starting")
+            if kind in ("systemd_starting", "systemd_started"):
+                previous_systemd = kind
+        elif kind == "launch":
+            new_run = True
+        elif kind == "server_args":
+            new_run = run_has_args
+        elif kind == "uvicorn_started":
+            new_run = run_has_ended
+        elif kind in PROCESS_END_KINDS:
+            run_has_ended = True
+        if new_run:
+            run_has_args, run_has_ended = kind == "server_args", False
+            if line_no > starts[-1]:
+                starts.append(line_no)
+        elif kind == "server_args":
+            run_has_args = True
+    return starts
+
+
+def describe_run(r: Run, ordinal: int, is_last: bool) -> dict[str, object]:
+    started = r.first("systemd_started")
+    ready = r.first("server_ready")
+    exited = r.first("systemd_main_exited")
+    stopped = r.first("systemd_stopped", "systemd_deactivated")
+    reason, detail = end_reason(r, is_last)
+    ended_at = next((m.ts for m in (exited, stopped) if m is not None and m.ts is not None), None)
+    if ended_at is None and reason != "running":
+        ended_at = r.last_ts
+    pid = r.pids.most_common(1)[0][0] if r.pids else None
+    if pid is None:
+        uvicorn = r.first("uvicorn_started")
+        pid = uvicorn.server_pid if uvicorn else None
+    return {
+        "source_id": r.source_id, "ordinal": ordinal, "first_line_no": r.first_line_no,
+        "last_line_no": r.last_line_no, "pid": pid, "started_at": started.ts if started and started.ts else r.first_ts,
+        "ready_at": ready.ts if ready else None, "ended_at": ended_at, "end_reason": reason,
+        "end_detail": detail, "config_id": None, "untimed_markers": r.untimed_markers,
+        **{column: r.traffic[kind] for kind, column in TRAFFIC_KINDS.items()}, "last_seen_at": r.last_ts,
+    }
+
+
+def end_reason(r: Run, is_last: bool) -> tuple[str, str | None]:
+    """restarted, stopped, crashed (died after ready), failed (died while starting) or running."""
+    exited = r.first("systemd_main_exited")
+    detail = exited.exit_text() if exited else None
+    if r.has("systemd_stopping"):
+        # systemctl stop/restart: SGLang kills itself with SIGKILL, which is still an operator stop.
+        return ("stopped" if is_last else "restarted"), detail or "systemctl stop"
+    crash = next((m for m in r.markers if m.kind in CRASH_KINDS), None)
+    failed_exit = exited is not None and (exited.exit_status or "").split("/")[0] != "0"
+    if crash or failed_exit or r.has("systemd_failed_result"):
+        why = detail or (crash.kind if crash else None)
+        return ("crashed" if r.has("server_ready") else "failed"), why
+    if r.has("sigterm"):
+        return ("stopped" if is_last else "restarted"), "SIGTERM"
+    if not is_last:
+        return "restarted", None
+    if exited or r.has("systemd_stopped", "systemd_deactivated"):
+        return "stopped", detail
+    if r.has("uvicorn_finished"):  # the HTTP server shut down with no signal logged (a plain or Dynamo log)
+        return "stopped", "uvicorn shut down"
+    return "running", None
+
+
+def attach_configs(con: duckdb.DuckDBPyConnection, source_id: int, rows: list[dict],
+                   configs: dict[str, tuple[str, int]]) -> None:
+    dumps = execute(con, "SELECT line_no, args, n_args FROM server_args WHERE source_id = ? ORDER BY line_no",
+                [source_id])
+    lines = [d[0] for d in dumps]
+    for row in rows:
+        first = bisect.bisect_left(lines, row["first_line_no"])  # the run's first dump
+        if first == len(dumps) or dumps[first][0] > row["last_line_no"]:
+            continue
+        dump = dumps[first]
+        canonical = json.dumps(json.loads(dump[1]), sort_keys=True)
+        config_id = hashlib.sha1(canonical.encode()).hexdigest()[:12]
+        configs.setdefault(config_id, (canonical, dump[2]))
+        row["config_id"] = config_id
+
+
+def config_changes(old: dict, new: dict) -> dict[str, tuple[object, object]]:
+    """Every key whose value differs (a key missing on one side counts as None there)."""
+    changed = {}
+    for key in list(old) + [k for k in new if k not in old]:
+        a, b = old.get(key), new.get(key)
+        if a != b or type(a) is not type(b):
+            changed[key] = (a, b)
+    return changed
+
+
+def config_diffs(source_id: int, rows: list[dict], configs: dict[str, tuple[str, int]]) -> list[dict]:
+    """`config_diffs` rows: what changed from each run with a configuration to the next one."""
+    diffs = []
+    with_config = [r for r in rows if r["config_id"]]
+    for before, after in zip(with_config, with_config[1:], strict=False):
+        old = json.loads(configs[before["config_id"]][0])
+        new = json.loads(configs[after["config_id"]][0])
+        for key, (a, b) in config_changes(old, new).items():
+            diffs.append({"source_id": source_id, "from_run": before["ordinal"], "to_run": after["ordinal"],
+                          "key": key, "old": json.dumps(a), "new": json.dumps(b)})
+    return diffs

@@ -1,0 +1,159 @@
+"""One ingest, one transaction: the logs and transcripts stored, runs, templates and knowledge derived, and
+everything rolled back if the process is interrupted or the database fails."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..store import DEFAULT_DB, connect
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from ..inputs.sources import SortedInputs
+    from . import transcripts
+    from .logs import IngestReport, Progress
+
+# DuckDB keeps pages of the tables being written in memory; this bounds it (it spills to disk beyond).
+INGEST_MEMORY = "128MB"
+FINISH_MEMORY = "2GB"
+
+
+@dataclass
+class Report:
+    """What one `ingest` did: the logs' line counts and the transcripts' record counts."""
+
+    logs: IngestReport
+    transcripts: list[transcripts.TranscriptReport] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        summary = self.logs.as_dict()
+        summary["transcripts"] = [t.as_dict() for t in self.transcripts]
+        return summary
+
+
+def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None = None, tz: str | None = None,
+           progress: Progress | None = None, redact: bool = False, jobs: int | None = None) -> Report:
+    """Parse the inputs into typed events in the DuckDB file `db` (created if missing).
+
+    Logs and transcripts are stored, and runs, configs, diffs and links recomputed, in one
+    transaction: if the process is interrupted, the tables are as they were before. An input that
+    cannot be read costs only itself: its rows are not kept, the others are, and the report's
+    `failed` names it with its reason.
+
+    `redact` replaces secrets before they are stored (`logmine.ingest.redact`), in this ingest and, kept as a
+    setting of the database, in every later one. A database the ingest creates is readable by its owner
+    only (and so are its write-ahead log and temporary files).
+
+    `jobs` processes share the work (default: one per core): 1 is this process alone; 2 adds a parse
+    worker beside it for each input of 32 MB or more, and starts the next input's parse while this one's
+    rows are stored; 3 or more parse several new log files at once, each in a process of its own
+    (`logmine.ingest.jobs.files`), and a new journal of 256 MB or more by byte ranges (`logmine.ingest.jobs.ranges`).
+    The tables are the same whatever `jobs`.
+    """
+    from ..inputs.sources import classify_inputs
+    from . import interrupts
+
+    utc_offset = parse_offset(tz) if tz else None
+    found = classify_inputs(paths)
+    interrupts.check()  # before the database file is made
+    created = str(db) != ":memory:" and not Path(db).exists()
+    umask = os.umask(0o077)  # the database, its write-ahead log and temporary files hold what the logs hold
+    try:
+        con = connect(db)
+        try:
+            if found.logs and not created:
+                from ..inputs.identity import start_prefix_checks
+
+                start_prefix_checks(con, found.logs)  # on another core, while the parser loads
+            report = _ingest_in_transaction(con, found, envelope, utc_offset, progress, redact,
+                                            jobs or os.cpu_count() or 1)
+        except BaseException:
+            con.close()
+            if created:  # as it was: no database
+                for leftover in (Path(db), Path(f"{db}.wal")):
+                    leftover.unlink(missing_ok=True)
+            raise
+        finally:
+            con.close()
+    finally:
+        os.umask(umask)
+    report.logs.db = str(db)
+    return report
+
+
+def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, found: SortedInputs, envelope: str | None,
+                           utc_offset: timedelta | None, progress: Progress | None, redact: bool,
+                           jobs: int = 1) -> Report:
+    import duckdb
+
+    from ..derive import rebuild as derive
+    from ..knowledge import rebuild as knowledge
+    from ..store import execute, save_setting, setting
+    from . import interrupts, transcripts
+    from .jobs.files import ingest_logs_parallel, worth_a_pool
+    from .logs import failure_line, ingest_logs
+    from .redact import Redactor
+
+    execute(con, f"SET memory_limit = '{INGEST_MEMORY}'")
+    execute(con, "SET threads = 1")  # the parse worker has the other core
+    execute(con, "BEGIN TRANSACTION")
+    try:
+        redact = redact or setting(con, "redact") == "on"
+        if redact:
+            save_setting(con, "redact", "on")
+        transcripts.ensure_tables(con)
+        if jobs > 2 and worth_a_pool(found.logs):  # on two cores the worker beside this process does better
+            logs = ingest_logs_parallel(con, found.logs, jobs, envelope=envelope, progress=progress, redact=redact)
+        else:
+            # One job: this process alone, without the parse worker it otherwise starts for a large input.
+            logs = ingest_logs(con, found.logs, envelope=envelope, progress=progress, redact=redact, worker=jobs > 1)
+        report = Report(logs)
+        execute(con, "RESET threads")  # the worker is done: the queries below may use every core
+        # Runs, templates and knowledge work on whole values: one 40 MB log line or 8 MB tool input needs more
+        # than the appends' bound, and failing there would lose every input of the ingest.
+        execute(con, f"SET memory_limit = '{FINISH_MEMORY}'")
+        report.logs.failed[:0] = found.skipped
+        report.logs.left = found.left
+        redactor = Redactor() if redact and found.transcripts else None
+        for path, fmt in found.transcripts:
+            interrupts.check()
+            try:
+                report.transcripts.append(transcripts.ingest_transcript(con, path, fmt, redactor))
+            except duckdb.Error:
+                raise
+            except Exception as exc:  # this transcript is bad: it costs only itself
+                report.logs.failed.append(failure_line(str(path), exc))
+        interrupts.check()
+        derive.rebuild(con, utc_offset=utc_offset)
+        untimed = dict(execute(con, "SELECT source_id, sum(untimed_markers) FROM runs GROUP BY ALL"))
+        shapes = dict(execute(con, "SELECT source_id, shape FROM new_shape")) if derive.has_table(con, "new_shape") \
+            else {}
+        for source in report.logs.sources:
+            source.untimed_markers = int(untimed.get(source.source_id) or 0)
+            source.new_shape = shapes.get(source.source_id)
+        interrupts.check()
+        knowledge.rebuild(con)  # facts, claims, decisions; spaCy only when a transcript has text
+        interrupts.check()  # the last moment at which stopping leaves the database as it was
+    except BaseException:
+        execute(con, "ROLLBACK")
+        raise
+    execute(con, "COMMIT")
+    return report
+
+
+def parse_offset(tz: str) -> timedelta:
+    """`+01:00`, `-0500`, `UTC` -> the journal's offset from UTC."""
+    text = tz.strip().upper().removeprefix("UTC") or "+00:00"
+    sign = -1 if text.startswith("-") else 1
+    digits = text.lstrip("+-").replace(":", "")
+    if not digits.isdigit() or len(digits) not in (2, 4):
+        from ..inputs.sources import InputError
+
+        raise InputError(f"--tz {tz!r}: expected an offset such as +01:00")
+    hours, minutes = int(digits[:2]), int(digits[2:] or 0)
+    return sign * timedelta(hours=hours, minutes=minutes)

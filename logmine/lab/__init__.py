@@ -1,0 +1,1 @@
+"""`logmine lab`: JupyterLab on copies of the bundled notebooks."""

@@ -1,0 +1,198 @@
+"""`logmine lab`: JupyterLab on copies of the bundled notebooks, with the database passed to them.
+
+The notebooks read the database path from the environment variable LOGMINE_DB (and the run the
+postmortem looks at from LOGMINE_SOURCE and LOGMINE_RUN), which the server passes to every kernel it
+starts. They are served from a folder beside the database (`<db stem>-notebooks/`), copied there the first
+time and never overwritten, so that a user's edits, and Jupyter's checkpoints, stay out of the installed
+package. JupyterLab runs in its own session, so Ctrl-C reaches `logmine lab`, which stops the server (and
+its kernels) cleanly. Nothing is fetched from the internet: the news feed (and its prompt), the update
+check and the extension manager's PyPI search are off, and so are jupysql's usage reports.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+DB_ENV = "LOGMINE_DB"
+RUN_ENV = "LOGMINE_RUN"
+SOURCE_ENV = "LOGMINE_SOURCE"
+# jupysql reports usage to its makers unless told not to.
+OFFLINE_ENV = {"PLOOMBER_STATS_ENABLED": "false", "PLOOMBER_VERSION_CHECK_DISABLED": "true"}
+START_TIMEOUT_S = 120
+# A Jupyter config folder (put on JUPYTER_CONFIG_PATH) whose labconfig/default_setting_overrides.json turns
+# the news feed off: without it JupyterLab asks at every start whether to fetch news from the internet.
+JUPYTER_CONFIG = Path(__file__).with_name("jupyter_config")
+# Where the notebooks, opened without LOGMINE_DB, find the bundled example: a source checkout's examples/demo/.
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "demo"
+EXAMPLE_INPUTS = ("journal.txt", "session.opencode.json")
+
+
+class LabError(RuntimeError):
+    """JupyterLab, or what it serves (the notebooks' copies, their database), cannot be set up; the message
+    says what to do."""
+
+
+def notebooks_dir() -> Path:
+    """The folder of the bundled notebooks (shipped as the package data `logmine.notebooks`)."""
+    return Path(str(resources.files("logmine.notebooks")))
+
+
+def working_copy(database: Path) -> Path:
+    """The folder `logmine lab` serves: `<db stem>-notebooks/` beside the database, holding a copy of each
+    bundled notebook; one already there (perhaps edited) is kept as it is."""
+    folder = database.with_name(f"{database.stem}-notebooks")
+    try:
+        folder.mkdir(exist_ok=True)
+        for bundled in sorted(notebooks_dir().glob("*.ipynb")):
+            if not (folder / bundled.name).exists():
+                shutil.copyfile(bundled, folder / bundled.name)
+    except OSError as exc:
+        raise LabError(f"{folder}: cannot copy the notebooks there ({exc.strerror})") from exc
+    return folder
+
+
+def notebook_db(db: str | Path | None) -> Path:
+    """The database a bundled notebook opens: `db` (LOGMINE_DB), else the bundled example, ingested into
+    demo.duckdb in the notebook's working folder the first time."""
+    if db:
+        return Path(db)
+    if not EXAMPLE.is_dir():
+        raise LabError(f"no {DB_ENV} given, and this installation has no bundled example ({EXAMPLE}): "
+                       "open the notebooks with `logmine lab --db FILE`")
+    example_db = Path.cwd() / "demo.duckdb"
+    if not example_db.exists():
+        from ..ingest.transaction import ingest
+
+        ingest([str(EXAMPLE / name) for name in EXAMPLE_INPUTS], db=example_db)
+    return example_db
+
+
+def selection_env(database: Path, run: str | None, source: str | None) -> dict[str, str]:
+    """LOGMINE_SOURCE and LOGMINE_RUN for the run and source asked for, checked before the server starts so
+    that a run that does not exist, or that several sources have, is refused in one line (LookupError)."""
+    if run is None and source is None:
+        return {}
+    from ..query.selection import select_run
+    from ..store import reading
+
+    with reading(database) as con:
+        chosen_source, ordinal = select_run(con, run, source)
+    return {SOURCE_ENV: chosen_source} | ({RUN_ENV: str(ordinal)} if run is not None else {})
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@dataclass
+class Lab:
+    """A running JupyterLab server."""
+
+    process: subprocess.Popen
+    port: int
+    token: str
+    root: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/lab?token={self.token}"
+
+    def api(self, path: str) -> bytes:
+        """GET `/api/PATH` with the token; urllib's errors when the server does not answer."""
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/api/{path}",
+                                         headers={"Authorization": f"token {self.token}"})
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.read()
+
+    def serve(self) -> int | None:
+        """Wait until the server exits (its exit code) or this process gets Ctrl-C or SIGTERM (None, once the
+        server is stopped): the server has its own session, so it must not outlive us."""
+        def interrupt(signum: int, frame: object) -> None:
+            raise KeyboardInterrupt
+
+        # Explicitly: a shell starting `logmine lab &` leaves SIGINT ignored.
+        previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            return self.process.wait()
+        except KeyboardInterrupt:
+            self.stop()
+            return None
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def stop(self) -> None:
+        """SIGTERM: JupyterLab shuts its kernels down and exits; killed if it takes over 20 s."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def start(db: str | Path, port: int | None = None, run: str | None = None, source: str | None = None,
+          open_browser: bool = False, log: int | None = None) -> Lab:
+    """Start JupyterLab on copies of the bundled notebooks with LOGMINE_DB set to `db`; return once it answers.
+
+    `run` (ORDINAL or SOURCE:ORDINAL) and `source` choose the run the postmortem shows (`api.select_run`);
+    LookupError when they name none or several. `log` is a file descriptor for the server's own messages
+    (default: this process's stderr).
+    """
+    if importlib.util.find_spec("jupyterlab") is None:
+        raise LabError("JupyterLab is not installed: pip install 'logmine[notebook]'")
+    database = Path(db).resolve()
+    if not database.exists():
+        raise LabError(f"{db}: no such database (run `logmine ingest` first)")
+    selection = selection_env(database, run, source)
+    root = working_copy(database)
+    port = port or free_port()
+    token = secrets.token_hex(16)
+    env = kernel_env(database, selection)
+    command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+               "--ServerApp.ip=127.0.0.1", f"--ServerApp.root_dir={root}", f"--IdentityProvider.token={token}",
+               f"--ServerApp.open_browser={open_browser}", "--ServerApp.log_level=WARN",
+               "--LabApp.news_url=None",
+               "--LabApp.check_for_updates_class=jupyterlab.handlers.announcements.NeverCheckForUpdate",
+               "--LabApp.extension_manager=readonly"]
+    if os.geteuid() == 0:  # JupyterLab refuses root unless told (containers often run as root)
+        command.append("--allow-root")
+    # Its own session: Ctrl-C in the terminal reaches `logmine lab` only, which then stops the server.
+    process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                               start_new_session=True)
+    lab = Lab(process, port, token, root)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise LabError(f"JupyterLab exited at start (code {process.returncode}); its messages are above")
+        try:
+            lab.api("status")
+            return lab
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            time.sleep(0.2)
+    lab.stop()
+    raise LabError(f"JupyterLab did not answer on port {port} within {START_TIMEOUT_S} s")
+
+
+def kernel_env(database: Path, selection: dict[str, str]) -> dict[str, str]:
+    """The server's environment, which its kernels inherit: this one's, with the database and run chosen
+    here (not ones left over in the shell), offline settings, and logmine's Jupyter config folder."""
+    inherited = {k: v for k, v in os.environ.items() if k not in (DB_ENV, RUN_ENV, SOURCE_ENV)}
+    config_path = os.pathsep.join(filter(None, [str(JUPYTER_CONFIG), os.environ.get("JUPYTER_CONFIG_PATH")]))
+    return inherited | OFFLINE_ENV | {DB_ENV: str(database), "JUPYTER_CONFIG_PATH": config_path} | selection
