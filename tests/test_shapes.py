@@ -15,8 +15,9 @@ from logmine.parsers.json_events import JSON_EVENTS, json_event_fields
 from logmine.parsers.line_shapes import LINE_SHAPES, describe_lines
 from logmine.parsers.sglang_formats import STATS_SUFFIXES
 
-from logmine import api, named_queries
-from logmine.sources import in_time_order
+from logmine import api
+from logmine.inputs.sources import in_time_order
+from logmine.query import named_queries
 
 from .shape_fixtures import (
     HOST,
