@@ -1,6 +1,10 @@
-"""How fast the knowledge pipeline reads agent prose: sentences per second on one core.
+"""How right the claim checker is, and how fast the knowledge pipeline reads agent prose.
 
-    python bench/knowledge_bench.py [--sentences N] [--batch-size B] [TRANSCRIPT ...]
+    python bench/knowledge_bench.py [--claims-only] [--sentences N] [--batch-size B] [TRANSCRIPT ...]
+
+First the claim checker against the frozen hand-annotated figures of bench/data/claims_eval (see its
+README): precision and recall of `inconsistent` and `consistent`, and the recall of verdicts, per set
+(tuning, held_apart), each scenario's journal and session ingested into a DuckDB file of its own.
 
 Reads the message text of real transcripts (by default the kimi-k25 sample and every transcript of
 ../shared/corpus/transcripts), one line a text as `logmine.knowledge.rebuild` feeds them, and runs the spaCy
@@ -17,6 +21,7 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # one core: no BLAS threads (spaCy's rules use none anyway)
 
+import claims_eval  # noqa: E402  (bench/ is on sys.path when this file runs)
 from logmine.parsers.transcripts.detect import read_transcripts  # noqa: E402
 from logmine.parsers.transcripts.model import Message  # noqa: E402
 
@@ -42,10 +47,16 @@ def main() -> None:
     parser.add_argument("inputs", nargs="*", type=Path, default=DEFAULT_INPUTS)
     parser.add_argument("--sentences", type=int, default=50_000, help="stop after about this many sentences")
     parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--claims-only", action="store_true", help="the claim checker's scores, not the speed")
     args = parser.parse_args()
     started = time.perf_counter()
-    pipeline = nlp.pipeline()
+    pipeline = nlp.pipeline()  # built before the claim checker, which would build it unseen
     built = time.perf_counter() - started
+    started = time.perf_counter()
+    print(claims_eval.report(claims_eval.outcomes()))
+    print(f"(claim checker: {time.perf_counter() - started:.1f} s; figures of ../shared/corpus skipped when absent)\n")
+    if args.claims_only:
+        return
     lines = prose_lines([p for p in args.inputs if p.exists()])
     print(f"pipeline built in {built:.2f} s (spaCy import and patterns)")
     print(f"{'pass':<6} {'lines':>9} {'sentences':>10} {'entities':>9} {'MB':>6} {'wall s':>7} {'cpu s':>6} "

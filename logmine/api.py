@@ -58,6 +58,7 @@ _LAZY = {
     "SparkUnavailable": ("fleet.spark_engine", "SparkUnavailable"),
     "Untranslatable": ("fleet.spark_engine", "Untranslatable"),
     "LabError": ("lab.server", "LabError"),
+    "PlanError": ("query.plan", "PlanError"),
     "LAB_DB_ENV": ("lab.server", "DB_ENV"),
 }
 
@@ -205,6 +206,22 @@ def run_config(con: duckdb.DuckDBPyConnection, ref: str) -> dict:
     return found.iloc[0, 0]
 
 
+def check_figures(con: duckdb.DuckDBPyConnection, text: str, run: str | int | None = None,
+                  source: str | None = None) -> list[dict]:
+    """The figures of a draft text (bytes, seconds, tokens), each with the verdict the claim checker gives
+    a stored message's: `consistent`, `inconsistent` or `unverifiable`, how it was reached (`derivation`),
+    the measured figure and its file:line. Judged against the run `run` names (as `select_run` reads it)
+    when given, else against the latest run (and the runs before it, for what the text looks back on)."""
+    from .knowledge import rebuild
+
+    which = None
+    if run is not None:
+        display, ordinal = select_run(con, run, source)
+        source_id = named_queries.fetch(con, "SELECT source_id FROM sources WHERE display = $d", d=display).rows
+        which = (source_id[0][0], ordinal)
+    return rebuild.check_text(con, text, run=which)
+
+
 def unparsed(con: duckdb.DuckDBPyConnection, limit: int = 50) -> pd.DataFrame:
     """Untyped lines grouped by template, most frequent first."""
     return named_queries.execute(con, "unparsed", limit=limit)
@@ -259,3 +276,53 @@ def report_format(path: str) -> str:
     from .report import format_for
 
     return format_for(path)
+
+
+def plan(con: duckdb.DuckDBPyConnection, settings: dict[str, object] | list[str] | None = None,
+         run: str | int | None = None, source: str | None = None, with_options: bool = False) -> dict:
+    """What the configuration of a run would cost with `settings` changed (`{"mem_fraction_static": 0.92}` or
+    `["mem_fraction_static=0.92"]`): the KV pool per rank in tokens and GiB, the headroom left, the HiCache
+    host pool per rank, per node and in all, each figure with the logged figures and formula behind it
+    (`logmine.query.plan`). Without `run`, the last run that allocated a KV pool. `with_options` adds `options`,
+    the standard ways to more KV capacity with their predicted effect. PlanError (a ValueError) for a setting
+    it cannot predict."""
+    from .query import host_memory
+    from .query import plan as model
+
+    base = model.baseline(con, *_plan_run(con, run, source))
+    result = model.predict(base, model.parse_settings(settings or {}))
+    result["baseline"] = {"kv_tokens_per_rank": base.kv_tokens, "kv_gib_per_rank": base.kv_gib,
+                          "headroom_gib_per_rank": base.final_available_gib,
+                          "host_cache_gb_per_rank": base.host_cache_gb,
+                          "host_cache_gb_total": None if base.host_cache_gb is None
+                          else round(base.host_cache_gb * model.world_size(base.config), 2)}
+    if with_options:
+        audit = host_memory.audit(con, base.source, base.run)
+        result["options"] = model.options(base, audit["host_available_gb"])
+    return result
+
+
+def host_memory_audit(con: duckdb.DuckDBPyConnection, run: str | int | None = None, source: str | None = None,
+                      version: str | None = None) -> dict:
+    """The HiCache host pool a run's ranks requested, what they pin after the release's rounding (`version`,
+    else the SGLang release a session's tool output shows), per node, against the host's available memory
+    where a session or the log shows it; `findings` lists what cannot fit (`logmine.query.host_memory`)."""
+    from .query import host_memory
+
+    return host_memory.audit(con, *select_run(con, run, source), version=version)
+
+
+def _plan_run(con: duckdb.DuckDBPyConnection, run: str | int | None, source: str | None) -> tuple[str, int]:
+    """The run `run` names, else the last to start of those that allocated a KV pool."""
+    if run is not None:
+        return select_run(con, run, source)
+    display = resolve_source(con, source) if source is not None else None
+    found = named_queries.fetch(con, """
+        SELECT s.display, r.ordinal FROM runs AS r JOIN sources AS s USING (source_id)
+        WHERE ($source IS NULL OR s.display = $source) AND EXISTS (
+            SELECT 1 FROM kv_cache_by_run AS k WHERE k.source_id = r.source_id AND k.run = r.ordinal
+              AND k.kind = 'kv_cache_allocated')
+        ORDER BY r.started_at DESC NULLS LAST, r.source_id DESC, r.ordinal DESC LIMIT 1""", source=display).rows
+    if not found:
+        raise LookupError("no run allocated a KV pool" + (f" in {source_names(con)[display]}" if display else ""))
+    return found[0][0], found[0][1]

@@ -325,6 +325,84 @@ def claims(db: str, session: str | None, run_: int | None, fmt: str, columns: st
     show(df, fmt, columns, no_pager)
 
 
+@main.command(short_help="What the next configuration would cost, from a run's own figures.")
+@DB_OPTION
+@click.option("--run", "run_", default=None, metavar="[SOURCE:]ORDINAL",
+              help="The run whose figures the plan starts from (default: the last that allocated a KV pool).")
+@click.option("--source", default=None, help="The source of --run (path, or any suffix of it that names one).")
+@click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
+              help="A server arg to change, e.g. mem_fraction_static=0.92 (repeatable).")
+@click.option("--options", "with_options", is_flag=True, help="Also list the standard ways to more KV capacity.")
+@click.option("--audit", "with_audit", is_flag=True,
+              help="Also audit the run's host memory: HiCache pools pinned per node against the host's free memory.")
+@click.option("--sglang-version", default=None, metavar="X.Y.Z",
+              help="The release, for the audit's pinning (else the one a session's pip output shows).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
+              help="json: one object with every figure, its logged inputs and formula.")
+def plan(db: str, run_: str | None, source: str | None, settings: tuple[str, ...], with_options: bool,
+         with_audit: bool, sglang_version: str | None, fmt: str) -> None:
+    """Predict the KV pool, headroom and HiCache host pool of a changed configuration from a run's logged
+    figures, with SGLang's own formulas; say where SGLang would not start."""
+    with api.open_db(db) as con:
+        try:
+            result = api.plan(con, list(settings), run=run_, source=source, with_options=with_options)
+            if with_audit:
+                result["host_audit"] = api.host_memory_audit(con, run=f"{result['source']}:{result['run']}",
+                                                             version=sglang_version)
+        except ValueError as exc:  # a setting plan cannot predict (api.PlanError), a bad release
+            fail(str(exc))
+        names = api.source_names(con)
+    if fmt == "json":
+        click.echo(json.dumps(result, indent=2, default=str))
+        return
+    click.echo(plan_text(result, names.get(result["source"], result["source"])))
+
+
+PLAN_ROWS = [("KV tokens per rank", "kv_tokens_per_rank"), ("KV GiB per rank", "kv_gib_per_rank"),
+             ("headroom GiB per rank", "headroom_gib_per_rank"), ("host pool GB per rank", "host_cache_gb_per_rank"),
+             ("host pool GB in all", "host_cache_gb_total")]
+
+
+def plan_text(result: dict, source: str) -> str:
+    """The plan as a terminal reads it: the run beside the prediction, then where each figure comes from."""
+    changes = ", ".join(f"{k} {c['from']} -> {c['to']}" for k, c in result["changes"].items()) or "no change"
+    rows = [[label, _figure(result["baseline"].get(key)), _figure(result[key])] for label, key in PLAN_ROWS]
+    out = [f"run {result['run']} of {source}, {changes}:",
+           render(api.Rows(["figure", f"run {result['run']}", "predicted"], rows), "table")]
+    out += [textwrap.fill(f"! {line}", 80, subsequent_indent="  ") for line in result["outside_formula"]]
+    out += [textwrap.fill(f"note: {line}", 80, subsequent_indent="  ") for line in result["notes"]]
+    for label, key in PLAN_ROWS[:1] + PLAN_ROWS[3:4]:
+        figure = result["figures"][key]
+        out.append(textwrap.fill(f"{label}: {figure['formula']}", 80, subsequent_indent="  "))
+    audit = result.get("host_audit")
+    if audit:
+        pinned = ("no HiCache host pool" if audit["pinned_gb_per_node"] is None else
+                  f"{audit['pinned_gb_per_node']} GB pinned per node ({audit['ranks_per_node']} ranks x "
+                  f"{audit['pinned_gb_per_rank']} GB, {audit['requested_from']})")
+        host = ("" if audit["host_available_gb"] is None else
+                f"; host available {audit['host_available_gb']} GB ({audit['host_available_from']})")
+        release = f"; SGLang v{audit['sglang_version']}: {audit['allocator']}" if audit["sglang_version"] else ""
+        out.append(textwrap.fill(f"host audit: {pinned}{host}{release}", 80, subsequent_indent="  "))
+        out += [textwrap.fill(f"! {finding}", 80, subsequent_indent="  ") for finding in audit["findings"]]
+    for option in result.get("options", []):
+        settings = " ".join(f"--set {k}={v}" for k, v in option["set"].items())
+        host = (f", host pool {option['host_cache_gb_per_rank']} GB per rank / {option['host_cache_gb_total']} GB "
+                "in all" if option["host_cache_gb_per_rank"] is not None else "")
+        delta = option["kv_tokens_delta"]
+        out.append(textwrap.fill(
+            f"option: {option['option']} ({settings}): {_figure(option['kv_tokens_per_rank'])} KV tokens per rank "
+            f"({'n/a' if delta is None else f'{delta:+,}'}), headroom {_figure(option['headroom_gib_per_rank'])} "
+            f"GiB{host}; {option['caveat']}" + "".join(f"; ! {line}" for line in option["outside_formula"]),
+            80, subsequent_indent="  "))
+    return "\n".join(out)
+
+
+def _figure(value: object) -> str:
+    if value is None:
+        return ""
+    return f"{value:,}" if isinstance(value, int) else f"{value:,.2f}" if isinstance(value, float) else str(value)
+
+
 def fail(message: str) -> None:
     click.echo(f"logmine: {visible(message, one_line=True)}", err=True)
     sys.exit(2)

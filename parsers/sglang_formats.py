@@ -528,6 +528,14 @@ FOREIGN = (
     Pattern("outbound_http", "notices", r"(?P<origin>https?://\S+) \"(?P<detail>[A-Z]+ \S+) HTTP/[\d.]+\" \d{3}",
             "urllib3 debug", 'https://huggingface.co:443 "HEAD /x/config.json HTTP/1.1" 200 0',
             {"topic": "outbound_http"}),
+    # NVSHMEM (DeepEP's transport) prints its source location, then why; NCCL its host:pid:tid and level.
+    Pattern("nvshmem_log", "notices", r"(?P<origin>/\S*nvshmem\S*\.(?:cpp|cu|h)):(?:\w+:)?\d+:? (?P<detail>.*)",
+            "NVSHMEM", "/sgl-workspace/nvshmem/src/host/topo/topo.cpp:469: [GPU 1] Peer GPU 0 is not accessible, "
+            "exiting ...", {"topic": "nvshmem"}),
+    Pattern("nccl_log", "notices",
+            r"(?P<origin>[\w.-]+:\d+:\d+) \[\d+\] NCCL (?P<level>INFO|WARN|ERROR) (?P<detail>.*)",
+            "NCCL", "gpu-node-1:4189:4290 [3] NCCL WARN Connect to 10.0.0.2<45123> failed : Connection refused",
+            {"topic": "nccl"}),
     Pattern("library_log", "notices", r"\[(?P<origin>transformers|aiter|ERROR)\] (?P<detail>.*)", "libraries",
             "[transformers] Unrecognized keys in `rope_parameters`", {"topic": "library"}),
 )

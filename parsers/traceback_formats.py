@@ -38,15 +38,24 @@ SHAPE_STARTS: tuple[tuple[str, bool, tuple[str, ...]], ...] = (
     ("trailer", False, ("Extension modules:",)),
 )
 
+# A shell's prompt before a command, as pasted logs show it (`$ python -m sglang.launch_server ...`,
+# `root@mi300x:/sgl-workspace# export X=1`, `(venv) user@box:~$ ...`): shape `prompt`, which no traceback
+# accepts.
+SHELL_PROMPT = r"(?:\([\w.-]+\) )?(?:[\w.-]+@[\w.-]+:[^\s$#]*)?[$#] \S"
+
 # Which shapes may follow which in a Python traceback: its state (the last shape, see NEXT_STATE) ->
 # shapes it accepts next. A chained traceback's own `Traceback (most recent call last):` continues the
-# error only right after the chain sentence and its blank line.
+# error only right after the chain sentence and its blank line. Lines of a multi-line message that look like
+# an exception line (`ncclSystemError: System call ... failed`) continue the message.
 ACCEPTS = {
     "header": {"file", "exception"},
     "file": {"code", "file", "exception"},
     "code": {"code", "file", "exception"},
-    "exception": {"other", "blank", "chain", "code"},
-    "other": {"other", "blank", "chain", "code", "exception"},
+    "exception": {"other", "blank", "chain", "code", "exception", "frame"},
+    "other": {"other", "blank", "chain", "code", "exception", "frame"},
+    # A C++ exception's trailer inside the message (`Exception raised from …`, `frame #N: …`) ends it: the
+    # next `Traceback (most recent call last):` is another error.
+    "frame": {"frame", "blank"},
     "chain": {"blank", "restart"},
     "blank": {"chain"},
     "chain_blank": {"restart"},

@@ -13,6 +13,7 @@ from . import traceback_formats as grammar
 CXX_ABORT_START = re.compile(grammar.CXX_ABORT_START)
 FATAL_START = re.compile(grammar.FATAL_START)
 WORD = re.compile(r"\w+")
+SHELL_PROMPT = re.compile(grammar.SHELL_PROMPT)
 
 
 def opens_traceback(text: str) -> bool:
@@ -106,6 +107,8 @@ def line_shape(line: str) -> str:
             return shape
     if exception_line(stripped):
         return "exception"
+    if SHELL_PROMPT.match(line):
+        return "prompt"  # a shell's prompt, pasted with the log: the traceback before it is over
     return "other"
 
 

@@ -10,6 +10,8 @@
 -- `message` is the message id as the transcript gives it, `message_index` its position in the session;
 -- `measured` is in the claim's unit, `measured_figure` as measured in its true unit (SGLang's device "GB"
 -- shown as GiB). The tolerance of each quantity is stated in parsers/knowledge/quantities.json.
+-- `derivation` says how the verdict was reached: `observed` (the log printed the figure) or `derived`
+-- (a total over ranks, a difference of times, a conversion...), with the rule and its arithmetic.
 -- Columns: message_index, verdict, text, measured_figure, measured_source, cause
 -- Parameters: $session (session id, NULL for all), $run (ordinal, NULL for all).
 SELECT
@@ -22,6 +24,7 @@ SELECT
     c.measured,
     c.measured_source,
     c.verdict,
+    c.derivation,
     c.cause,
     c.quantity,
     c.scope,

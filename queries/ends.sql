@@ -5,10 +5,13 @@
 -- dead ranks, exit codes, watchdog), systemd's verdicts on the unit (a main process that exited with
 -- a signal or a non-zero status, `Failed with result`, stop timeouts, kills, the OOM killer, start
 -- limits) and `stopped_while_loading`: a stop or restart issued before the server was ready, which is
--- an operator's action and not a crash. When an agent transcript is ingested, `agent_command` is the
+-- an operator's action and not a crash. `role` is `cause` on the run's root cause (its first decisive
+-- failure, see `runs.cause`; a library's fatal line outside any traceback, such as NVSHMEM's, is a row of
+-- kind `fatal_line`, and an exit-time warning of a run killed from outside one of kind `exit_trace`) and
+-- `consequence` on every sign after it; `family` is the cause's failure family. When an agent transcript is ingested, `agent_command` is the
 -- shell command (systemctl restart/stop/kill) the agent started in the minute before the unit was
 -- stopped, with its session and message, in the journal's local time (offset from `session_clock`).
--- Columns: source, run, kind, detail, evidence, agent_command
+-- Columns: source, run, kind, role, detail, evidence, agent_command
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
 WITH selected AS (
     SELECT r.*, s.display AS source FROM runs AS r JOIN sources AS s USING (source_id)
@@ -25,7 +28,10 @@ shutdown AS (
     SELECT source_id, run, ts, kind, concat_ws(' ', signal, trim(detail), 'exit code ' || exit_code,
                                                'child ' || child, 'remaining requests ' || remaining_requests) AS detail,
            rank, line_no, line_no AS last_line_no, NULL AS text
-    FROM shutdown_events_by_run
+    FROM shutdown_events_by_run AS d
+    -- A shutdown line inside a traceback (`RuntimeError: Not enough memory ...`) is shown with it.
+    WHERE NOT EXISTS (SELECT 1 FROM errors AS e WHERE e.source_id = d.source_id
+                                                  AND d.line_no BETWEEN e.first_line_no AND e.last_line_no)
 ),
 verdicts AS (
     SELECT source_id, run, ts, kind,
@@ -51,9 +57,20 @@ stopped_loading AS (
     FROM stops AS st JOIN selected AS sel ON sel.source_id = st.source_id AND sel.ordinal = st.run
     WHERE sel.ready_at IS NULL
 ),
-signs AS (
+known_signs AS (
     SELECT * FROM tracebacks UNION ALL SELECT * FROM shutdown UNION ALL SELECT * FROM verdicts
     UNION ALL SELECT * FROM stopped_loading
+),
+cause_lines AS (
+    -- Signs no other row shows: a library's fatal lines (NVSHMEM's, on every rank), or the exit-time warning
+    -- of a run killed from outside (see `failure_signs`).
+    SELECT f.source_id, f.run, f.ts, CASE f.origin WHEN 'exit' THEN 'exit_trace' ELSE 'fatal_line' END AS kind,
+           f.text AS detail, f.rank, f.line_no, f.last_line_no, NULL AS text
+    FROM failure_signs AS f JOIN selected AS sel ON sel.source_id = f.source_id AND sel.ordinal = f.run
+    WHERE f.origin IN ('line', 'exit')
+),
+signs AS (
+    SELECT * FROM known_signs UNION ALL SELECT * FROM cause_lines
 ),
 agent_stops AS (
     SELECT c.session_id, c.message_index, c.call_id, c.command,
@@ -82,6 +99,9 @@ SELECT
     coalesce(sig.text, l.message) AS text,
     sel.end_reason AS run_end_reason,
     sel.ready_at IS NOT NULL AS was_ready,
+    CASE WHEN sig.line_no = sel.cause_line_no THEN 'cause'
+         WHEN sig.line_no > sel.cause_line_no THEN 'consequence' END AS role,
+    CASE WHEN sig.line_no = sel.cause_line_no THEN sel.cause_family END AS family,
     cb.session,
     cb.message_index,
     cb.agent_command

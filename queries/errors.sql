@@ -3,7 +3,9 @@
 --
 -- `error_kind` is oom (CUDA/NPU out of memory), host_memory (HiCache asked for more pinned host
 -- memory than was free), abort (C++ terminate) or exception.
--- Columns: source, run, rank, error_kind, last_line
+-- `role` is `cause` on the error that is its run's root cause (`runs.cause`), `consequence` on those
+-- after it.
+-- Columns: source, run, rank, error_kind, role, last_line
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
 SELECT
     s.display AS source,
@@ -14,6 +16,8 @@ SELECT
     e.origin,
     e.exception_type,
     e.last_line,
+    CASE WHEN e.first_line_no = r.cause_line_no THEN 'cause'
+         WHEN e.first_line_no > r.cause_line_no THEN 'consequence' END AS role,
     e.first_line_no,
     e.last_line_no,
     e.n_lines,

@@ -1,6 +1,6 @@
 -- evidence: the log line behind each key figure of each run, so a report can cite `source:line`.
 --
--- `figure` is one of started (systemd's Started line, else the run's first line), server_args, init
+-- `figure` is one of started (systemd's Started line, else the line the start time was read from), server_args, init
 -- (torch distributed ready), weights_begin (memory before load), weights (target weights loaded),
 -- draft_weights, kv_pool (the target KV cache allocation), cuda_graphs and draft_cuda_graphs (the last
 -- capture of each model), hicache (the host pool allocation), host_memory_short (HiCache asked for
@@ -52,10 +52,12 @@ FROM selected AS sel
 JOIN cited AS c ON c.source_id = sel.source_id AND c.run = sel.ordinal
 JOIN lines AS l ON l.source_id = c.source_id AND l.line_no = c.line_no
 UNION ALL
--- A run without systemd's Started line is cited by its first line.
-SELECT sel.source, sel.ordinal, 'started', '', sel.source || ':' || sel.first_line_no, sel.first_line_no, l.message
+-- A run without systemd's Started line is cited by the line its start time was read from (its first line
+-- with a time of its own), else its first line.
+SELECT sel.source, sel.ordinal, 'started', '', sel.source || ':' || coalesce(sel.start_line_no, sel.first_line_no),
+       coalesce(sel.start_line_no, sel.first_line_no), l.message
 FROM selected AS sel
-JOIN lines AS l ON l.source_id = sel.source_id AND l.line_no = sel.first_line_no
+JOIN lines AS l ON l.source_id = sel.source_id AND l.line_no = coalesce(sel.start_line_no, sel.first_line_no)
 WHERE NOT EXISTS (SELECT 1 FROM cited AS c WHERE c.source_id = sel.source_id AND c.run = sel.ordinal
                   AND c.figure = 'started')
 ORDER BY source, run, figure, rank, line_no;

@@ -6,7 +6,8 @@
 -- decoding), each rank's own; the HiCache host pool is timed from the rank's `Allocating` line to the
 -- HTTP server starting (SGLang pins the host memory in between); then warmup until the server is ready. `slowest` marks the rank that finished its
 -- startup last: the one the whole server waited for (empty for a run that never became ready). `phase_order` lists the rank's phases (by column name)
--- in the order the log shows them begin, for charts.
+-- in the order the log shows them begin, for charts. `failed_phase` is the phase a run that never became
+-- ready died in (`weights`, `KV pool`, `CUDA graphs at bs 8`, ...; see `runs.failed_phase`).
 -- Columns: source, run, rank, weights_s, cuda_graph_s, total_s, slowest
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
 WITH selected AS (
@@ -59,11 +60,14 @@ SELECT
     round(coalesce(p.weights_elapsed, epoch(p.weights_end) - epoch(p.weights_begin)), 2) AS weights_s,
     round(epoch(p.kv_end) - epoch(p.weights_end), 2) AS kv_pool_s,
     round(epoch(u.server_up_at) - epoch(p.host_alloc_at), 2) AS host_cache_s,
-    round(p.graph_s, 2) AS cuda_graph_s,
+    -- A capture that crashed counts until the run ended.
+    round(coalesce(p.graph_s, CASE WHEN sel.failed_phase LIKE 'CUDA graphs%'
+                                   THEN epoch(sel.ended_at) - epoch(p.graph_begin) END), 2) AS cuda_graph_s,
     round(p.draft_weights_s, 2) AS draft_weights_s,
     round(p.draft_graph_s, 2) AS draft_graph_s,
     round(epoch(sel.ready_at) - epoch(u.server_up_at), 2) AS warmup_s,
     round(epoch(sel.ready_at) - epoch(sel.started_at), 2) AS total_s,
+    sel.failed_phase,
     -- Only a server that became ready waited for a rank; ranks that finished together are all slowest.
     CASE WHEN sel.ready_at IS NOT NULL THEN
         p.last_startup_event = max(p.last_startup_event) OVER (PARTITION BY sel.source_id, sel.ordinal) END AS slowest,

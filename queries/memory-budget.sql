@@ -7,7 +7,8 @@
 -- the numbers add up (`kv_gap_gib` near 0) or something else (draft model, page alignment,
 -- --max-total-tokens) took a share; `kv_gap_cause` says in words what explains a gap where the log
 -- shows it (the pool was capped by --max-total-tokens, Mamba state or a draft model shares the budget,
--- the run never allocated a pool). HiCache host pools are in decimal GB as logged, and in GiB.
+-- the run never allocated a pool, or, for an out-of-memory at start, the reserve that mem_fraction_static
+-- holds back against what was left after the weights). HiCache host pools are in decimal GB as logged, and in GiB.
 --
 -- The 'all ranks' row sums what adds up across ranks (GiB and GB on each rank's device or host);
 -- per-rank invariants are not summed: `kv_tokens` is left empty (every rank's pool holds its own
@@ -91,6 +92,12 @@ SELECT source, run, rank,
     round(kv_formula_gib, 2) AS kv_formula_gib,
     round(kv_formula_gib - kv_gib, 2) AS kv_gap_gib,
     CASE
+        WHEN kv_gib IS NULL AND kv_formula_gib <= 0
+            THEN 'no KV pool: mem_fraction_static ' || mem_fraction_static || ' holds back '
+                 || round(reserve_gib, 2) || ' GiB of the ' || round(before_load_gib, 2)
+                 || ' GiB free before the weights, more than the ' || round(after_weights_gib, 2)
+                 || ' GiB left after them, so the formula gives the pool ' || round(kv_formula_gib, 2)
+                 || ' GiB and SGLang refused to start (raise mem_fraction_static or free memory)'
         WHEN kv_gib IS NULL THEN 'no KV pool: the run ended before allocating it'
         WHEN kv_formula_gib IS NULL THEN 'no formula: mem_fraction_static or the weight-load figures are missing'
         WHEN abs(kv_formula_gib - kv_gib) <= greatest(0.05, 0.01 * kv_gib) THEN 'matches the formula'

@@ -1,8 +1,16 @@
 -- runs: one row per server run (one launch and its worker processes): when it started, became
 -- ready and ended, why it ended, what it loaded, what memory it used and how much it served.
 --
--- Per-rank figures are rank 0's (TP0, or the untagged rank of a TP=1 server); `host_cache_gb_total`
--- sums every rank. `weights_*` and `kv_*` are the target model's; the draft model (speculative
+-- Per-rank figures are those of the lowest rank the log shows (TP0, the untagged rank of a TP=1 server,
+-- or TP8 on a second node's log, where rank 0 is on another machine); `host_cache_gb_total` sums every
+-- rank. `ranks` counts the ranks seen in the log; `tp_size`, `dp_size`, `pp_size`, `ep_size`, `nnodes`
+-- and `node_rank` are the launch's arguments, so a log of one node of several says so.
+-- `ready_from` says what `ready_at` was read from: SGLang's ready line, or (a second node, a decode
+-- worker) the first served batch or request. `cause` is what failed first in a run that died (the
+-- exception's last line or a library's fatal line), at `cause_line`, in `cause_family`
+-- (parsers/failure_families.py); `consequences` counts the signs that followed it (a controller's
+-- EOFError, a SIGQUIT from a child, other ranks' tracebacks). `failed_phase` is the start-up phase a run
+-- that never became ready died in (`weights`, `KV pool`, `CUDA graphs at bs 8`, `HiCache host pool`, ...). `weights_*` and `kv_*` are the target model's; the draft model (speculative
 -- decoding) is the rank's second weight load. Memory in GiB (SGLang prints "GB" for GiB on the
 -- device); HiCache host memory in decimal GB as SGLang prints it. `untimed_markers` counts the
 -- run's start, stop and exit lines with no time of their own (`journalctl -o cat` drops systemd's):
@@ -80,10 +88,22 @@ SELECT
     r.ended_at,
     r.end_reason,
     r.end_detail,
+    r.ready_from,
+    r.cause,
+    r.cause_family,
+    r.source || ':' || r.cause_line_no AS cause_line,
+    r.consequences,
+    r.failed_phase,
     round(epoch(r.ready_at) - epoch(r.started_at), 2) AS load_seconds,
     round(coalesce(w.weights_elapsed_s, epoch(w.weights_end) - epoch(w.weights_begin)), 2) AS weights_seconds,
     coalesce(k.ranks, TRY_CAST(json_extract(cfg.args, '$.tp_size') AS INTEGER)
                       * TRY_CAST(json_extract(cfg.args, '$.pp_size') AS INTEGER), 0) AS ranks,
+    TRY_CAST(json_extract(cfg.args, '$.tp_size') AS INTEGER) AS tp_size,
+    TRY_CAST(json_extract(cfg.args, '$.dp_size') AS INTEGER) AS dp_size,
+    TRY_CAST(json_extract(cfg.args, '$.pp_size') AS INTEGER) AS pp_size,
+    TRY_CAST(json_extract(cfg.args, '$.ep_size') AS INTEGER) AS ep_size,
+    TRY_CAST(json_extract(cfg.args, '$.nnodes') AS INTEGER) AS nnodes,
+    TRY_CAST(json_extract(cfg.args, '$.node_rank') AS INTEGER) AS node_rank,
     round(w.weights_gib, 2) AS weights_gib_per_rank,
     round(w.avail_after_gib, 2) AS avail_after_weights_gib,
     coalesce(kv.kv_tokens, c.max_total_num_tokens) AS kv_tokens,
@@ -98,6 +118,7 @@ SELECT
     coalesce(x.retractions, 0) AS retractions,
     coalesce(e.errors, []) AS errors,
     r.untimed_markers,
+    r.source || ':' || r.start_line_no AS start_evidence,
     cfg.args AS config
 FROM selected_runs AS r
 LEFT JOIN rank0_weights AS w ON w.source_id = r.source_id AND w.run = r.ordinal

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,7 +12,8 @@ import pytest
 from logmine import api
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+# LOGMINE_SHARED points at the shared data where the checkout has no ../shared beside it (a worktree).
+SHARED = Path(os.environ.get("LOGMINE_SHARED") or REPO.parent / "shared")
 SAMPLE = SHARED / "samples" / "kimi-k25"
 CORPUS = SHARED / "corpus" / "sglang"
 

@@ -116,14 +116,18 @@ def test_explore_legend_beside_the_longest_start(monkeypatch: pytest.MonkeyPatch
 def test_postmortem_notebook_looks_at_the_run_that_failed(demo_db: Path, monkeypatch: pytest.MonkeyPatch,
                                                            tmp_path: Path) -> None:
     out = execute("postmortem", demo_db, monkeypatch, tmp_path)
-    assert out["setup"].startswith("**Run 2** of `journal.txt`: started 2026-03-12 10:33:42, **failed**: Main "
-                                   "process exited, code=exited, status=1/FAILURE")
-    assert out["why-it-ended"].startswith("run 2: failed; Main process exited, code=exited, status=1/FAILURE; "
-                                          "2 error(s) logged")
+    # The run's root cause first, then systemd's verdict.
+    assert out["setup"].startswith("**Run 2** of `journal.txt`: started 2026-03-12 10:33:42, **failed**: host "
+                                   "memory: ValueError: Not enough host memory available.")
+    assert out["why-it-ended"].startswith("run 2: failed; host memory: ValueError: Not enough host memory available.")
+    assert "; Main process exited, code=exited, status=1/FAILURE; 2 error(s) logged" in out["why-it-ended"]
     assert out["why-it-ended"].count("host_memory") == 2
     assert "38.65" in out["phases"] and "all ranks" in out["memory"]
     assert "hicache_ratio        2.0        3.0" in out["config-changes"]
     assert "enable_hierarchical_cache': [False, True]" in out["links"]
+    # What the next configuration would cost, from run 2's own figures, and its host pools against the host.
+    assert out["next-config"].startswith("from run 2; host pools: 240.68 GB per node, 98.84 GB available, fits: False")
+    assert "raise mem_fraction_static" in out["next-config"] and "FP8 KV cache" in out["next-config"]
 
 
 def test_postmortem_of_a_run_without_an_exit_line(demo_db: Path, monkeypatch: pytest.MonkeyPatch,
@@ -148,7 +152,7 @@ def test_postmortem_chooses_a_run_by_source_and_ordinal(two_journals_db: Path, m
                       probe=POSTMORTEM_PROBE)
         assert out["setup"].startswith("**Run 2** of `gpu-a/journal.txt`: started 2026-03-12 10:33:42, **failed**")
         assert out["runs"].startswith("`gpu-a/journal.txt`: 3 run(s)")
-        assert out["why-it-ended"].startswith("run 2: failed; Main process exited")
+        assert out["why-it-ended"].startswith("run 2: failed; host memory: ValueError")
         assert json.loads(out["probe"]) == {"source": a, "run": 2, "listed": [[a, 1], [a, 2], [a, 3]]}
 
 
@@ -163,9 +167,11 @@ def test_postmortem_among_sources_months_apart(tmp_path: Path, monkeypatch: pyte
     api.ingest([str(DEMO / "journal.txt"), str(shared_path("samples", "kimi-k25", "journal.txt")), str(glm)], db=db)
     out = execute("postmortem", db, monkeypatch, tmp_path, probe=POSTMORTEM_PROBE)
     assert json.loads(out["probe"]) == {"source": str(glm), "run": 1, "listed": [[str(glm), 1]]}
-    assert out["setup"].startswith(f"**Run 1** of `{glm.name}`: started 2026-06-11 05:11:58, **failed**: error")
+    assert out["setup"].startswith(f"**Run 1** of `{glm.name}`: started 2026-06-11 05:11:58, **failed**: device "
+                                   "memory: torch.OutOfMemoryError: CUDA out of memory.")
     assert out["runs"].startswith(f"`{glm.name}`: 1 run(s)")
-    assert out["why-it-ended"].startswith("run 1: failed; error; 1 error(s) logged")
+    assert out["why-it-ended"].startswith("run 1: failed; device memory: torch.OutOfMemoryError")
+    assert "; 1 error(s) logged" in out["why-it-ended"]
     assert "torch.OutOfMemoryError" in out["why-it-ended"]
     kimi = execute("postmortem", db, monkeypatch, tmp_path / "kimi", source=str(SAMPLE / "journal.txt"), run="3")
     assert kimi["setup"] == "**Run 3** of `kimi-k25/journal.txt`: started 2026-03-01 23:33:42, **running**"

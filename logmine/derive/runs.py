@@ -19,8 +19,10 @@ from dataclasses import dataclass, field
 
 import duckdb
 
+from ..parsers import failure_families
 from ..parsers.sglang_formats import CRASH_KINDS, MARKER_KINDS, PROCESS_END_KINDS
 from ..store import create_table, execute, insert_rows
+from .causes import Cause, Sign, find_causes
 
 RUNS_COLUMNS = {
     "source_id": "INTEGER", "ordinal": "INTEGER", "first_line_no": "BIGINT", "last_line_no": "BIGINT",
@@ -28,11 +30,19 @@ RUNS_COLUMNS = {
     "end_reason": "VARCHAR", "end_detail": "VARCHAR", "config_id": "VARCHAR", "untimed_markers": "BIGINT",
     "prefill_batches": "BIGINT", "decode_batches": "BIGINT", "http_requests": "BIGINT",
     "last_seen_at": "TIMESTAMP",  # its last stamped line: how far the log goes on a run that never ended
+    "start_line_no": "BIGINT",  # the line `started_at` was read from
+    "ready_from": "VARCHAR",  # what `ready_at` was read from: `ready_line`, else `first_batch` or `first_request`
+    "cause": "VARCHAR", "cause_family": "VARCHAR", "cause_line_no": "BIGINT",  # see causes.py
+    "consequences": "INTEGER", "failed_phase": "VARCHAR",
 }
 # Line kinds counted per run while its lines are read anyway: the runs query would otherwise join
 # millions of batch and access lines to their runs each time it is asked (0.3 s on 2M lines).
 TRAFFIC_KINDS = {"prefill_batch": "prefill_batches", "decode_batch": "decode_batches", "http_request": "http_requests"}
 CONFIG_COLUMNS = {"config_id": "VARCHAR", "args": "JSON", "n_args": "INTEGER"}
+# Every sign of a failure in each run (see causes.py): its root cause and what followed from it.
+SIGN_COLUMNS = {"source_id": "INTEGER", "run": "INTEGER", "line_no": "BIGINT", "last_line_no": "BIGINT",
+                "ts": "TIMESTAMP", "rank": "VARCHAR", "origin": "VARCHAR", "family": "VARCHAR", "role": "VARCHAR",
+                "text": "VARCHAR"}
 DIFF_COLUMNS = {"source_id": "INTEGER", "from_run": "INTEGER", "to_run": "INTEGER", "key": "VARCHAR",
                 "old": "JSON", "new": "JSON"}
 
@@ -75,6 +85,8 @@ class Run:
     last_ts: object = None
     untimed_markers: int = 0  # start, stop and exit lines with no time of their own (`-o cat` drops systemd's)
     traffic: Counter = field(default_factory=Counter)  # lines of each of TRAFFIC_KINDS
+    first_served: dict = field(default_factory=dict)  # TRAFFIC_KINDS kind -> its first line's time
+    first_stamped: int | None = None  # the first line with a time of its own
 
     def first(self, *kinds: str) -> Marker | None:
         return next((m for m in self.markers if m.kind in kinds), None)
@@ -84,15 +96,21 @@ class Run:
 
 
 def rebuild_runs(con: duckdb.DuckDBPyConnection) -> None:
-    for name, columns in (("runs", RUNS_COLUMNS), ("configs", CONFIG_COLUMNS), ("config_diffs", DIFF_COLUMNS)):
+    for name, columns in (("runs", RUNS_COLUMNS), ("configs", CONFIG_COLUMNS), ("config_diffs", DIFF_COLUMNS),
+                          ("failure_signs", SIGN_COLUMNS)):
         execute(con, f'DROP TABLE IF EXISTS "{name}"')
         create_table(con, name, columns)
     sources = execute(con, "SELECT source_id, envelope FROM sources WHERE kind = 'log' ORDER BY source_id")
     configs: dict[str, tuple[str, int]] = {}
-    all_runs, diffs = [], []
+    all_runs, diffs, signs = [], [], []
     for source_id, envelope in sources:
         runs = segment(con, source_id, envelope)
-        rows = [describe_run(r, i + 1, i + 1 == len(runs)) for i, r in enumerate(runs)]
+        causes = find_causes(con, source_id, [(r.first_line_no, r.last_line_no) for r in runs])
+        rows = [describe_run(r, i + 1, i + 1 == len(runs), c)
+                for i, (r, c) in enumerate(zip(runs, causes, strict=True))]
+        signs += [sign_row(source_id, row["ordinal"], sign, "cause" if sign is c.sign else "consequence")
+                  for row, c in zip(rows, causes, strict=True) if row["cause_line_no"] is not None
+                  for sign in [c.sign, *c.consequences]]
         attach_configs(con, source_id, rows, configs)
         all_runs += rows
         diffs += config_diffs(source_id, rows, configs)
@@ -100,6 +118,13 @@ def rebuild_runs(con: duckdb.DuckDBPyConnection) -> None:
     insert_rows(con, "configs", [{"config_id": c, "args": args, "n_args": n} for c, (args, n) in configs.items()],
                 CONFIG_COLUMNS)
     insert_rows(con, "config_diffs", diffs, DIFF_COLUMNS)
+    insert_rows(con, "failure_signs", signs, SIGN_COLUMNS)
+
+
+def sign_row(source_id: int, run: int, sign: Sign, role: str) -> dict[str, object]:
+    return {"source_id": source_id, "run": run, "line_no": sign.line_no, "last_line_no": sign.last_line_no,
+            "ts": sign.ts, "rank": sign.rank, "origin": sign.source, "family": sign.family, "role": role,
+            "text": sign.text}
 
 
 def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None) -> list[Run]:
@@ -125,7 +150,11 @@ def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None
     extent = execute(con, "SELECT min(line_no), max(line_no), max(ts) FROM lines WHERE source_id = ?", [source_id])[0]
     if extent[0] is None:
         return []
+    if not under_systemd(markers):
+        markers = sorted(markers + launch_failures(con, source_id), key=lambda m: m.line_no)
     boundaries = run_starts(markers, launch_starts(lifetimes), extent[0])
+    if not under_systemd(markers):
+        boundaries = first_lines_of_launches(con, source_id, boundaries, markers)
     runs = [Run(source_id, b) for b in boundaries]
     for current, following in zip(runs, runs[1:] + [None], strict=True):
         current.last_line_no = following.first_line_no - 1 if following else extent[1]
@@ -144,9 +173,9 @@ def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None
     # at half the cost of evaluating the filters on every line (0.09 against 0.21 s CPU on 2M lines).
     # A traceback's lines carry no stamp of their own in plain logs, and say nothing of when a run began.
     untimed_kinds = {kind for kind in MARKER_KINDS if kind != "error"}
-    for index, pid, kind, server_line, count, first_ts, last_ts, untimed in execute(con, f"""
+    for index, pid, kind, server_line, count, first_ts, last_ts, untimed, stamped in execute(con, f"""
             SELECT s.run_index, l.pid, l.kind, {SERVER_PID_LINE}, count(*), min({own_ts}), max({own_ts}),
-                   count(*) FILTER (WHERE {own_ts} IS NULL)
+                   count(*) FILTER (WHERE {own_ts} IS NULL), min(l.line_no) FILTER (WHERE {own_ts} IS NOT NULL)
             FROM lines AS l {join}
             WHERE l.source_id = $source
             GROUP BY ALL""", bounds):
@@ -157,6 +186,8 @@ def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None
             current.untimed_markers += untimed
         if kind in TRAFFIC_KINDS:
             current.traffic[kind] += count
+            current.first_served[kind] = _extreme(min, current.first_served.get(kind), first_ts)
+        current.first_stamped = _extreme(min, current.first_stamped, stamped)
         current.first_ts = _extreme(min, current.first_ts, first_ts)
         current.last_ts = _extreme(max, current.last_ts, last_ts)
     if len(runs) > 1 and not runs[0].markers and not runs[0].pids:
@@ -164,6 +195,7 @@ def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None
         runs[1].first_line_no = runs[0].first_line_no
         runs[1].untimed_markers += runs[0].untimed_markers
         runs[1].traffic.update(runs[0].traffic)
+        runs[1].first_stamped = _extreme(min, runs[0].first_stamped, runs[1].first_stamped)
         runs = runs[1:]
     return runs
 
@@ -172,6 +204,48 @@ def _extreme(pick: Callable, *values: object) -> object:
     """`pick` (min or max) of the values that are not None; None when all are."""
     present = [v for v in values if v is not None]
     return pick(present) if present else None
+
+
+def launch_failures(con: duckdb.DuckDBPyConnection, source_id: int) -> list[Marker]:
+    """A `launch_failure` marker at each traceback of a launch that died before its `server_args` dump."""
+    return [Marker(line_no, "launch_failure", ts, None, None, None, None) for line_no, ts in execute(con, """
+        SELECT first_line_no, ts FROM errors
+        WHERE source_id = ? AND origin IS NULL AND regexp_matches(text, ?) AND NOT regexp_matches(text, ?)
+        ORDER BY first_line_no""", [source_id, failure_families.LAUNCHER_FRAME, failure_families.SERVER_STARTED_FRAME])]
+
+
+# Walking back from a launch's dump or failure to the first line its process printed: the lines that can
+# only be the previous process's stop the walk.
+PREVIOUS_PROCESS_KINDS = ("error", "traceback", "server_args", "server_ready", *TRAFFIC_KINDS,
+                          "uvicorn_started", "uvicorn_startup", "uvicorn_running", "uvicorn_finished", *CRASH_KINDS,
+                          *PROCESS_END_KINDS, "sigterm", "graceful_exit", "systemd_starting", "systemd_started")
+PREAMBLE_MAX_LINES = 2000
+
+
+def first_lines_of_launches(con: duckdb.DuckDBPyConnection, source_id: int, starts: list[int],
+                            markers: list[Marker]) -> list[int]:
+    """Move each run start found at a `server_args` dump or a launch's failure back to the first line the
+    new process printed: the lines before it (imports, warnings, downloads, the command line) are the
+    new launch's, back to the last line that is surely the previous process's (a ranked line, a traceback,
+    traffic, a shutdown line, an exit-time warning, a fatal line such as the shell's `Killed`)."""
+    kinds = {m.line_no: m.kind for m in markers}
+    moved = list(starts)
+    for i in range(1, len(starts)):
+        if kinds.get(starts[i]) not in ("server_args", "launch_failure"):
+            continue
+        floor = max(moved[i - 1] + 1, starts[i] - PREAMBLE_MAX_LINES)
+        last_previous = execute(con, f"""
+            SELECT max(line_no) FROM lines
+            WHERE source_id = ? AND line_no >= ? AND line_no < ?
+              AND (coalesce(dp, pp, attn_cp, moe_dp, tp, ep) IS NOT NULL
+                   OR kind IN ({', '.join('?' for _ in PREVIOUS_PROCESS_KINDS)})
+                   OR regexp_matches(message, ?) OR regexp_matches(message, ?))""",
+            [source_id, floor, starts[i], *PREVIOUS_PROCESS_KINDS, failure_families.EXIT_TRACE,
+             failure_families.FATAL_LINE])[0][0]
+        start = (last_previous + 1) if last_previous is not None else floor
+        # Blank lines after the previous process's last line are still its.
+        moved[i] = min(start, starts[i])
+    return [line for i, line in enumerate(moved) if i == 0 or line > moved[i - 1]]
 
 
 def under_systemd(markers: list[Marker]) -> bool:
@@ -205,7 +279,7 @@ def run_starts(markers: list[Marker], pid_launches: set[int], first_line: int) -
     has_systemd = under_systemd(markers)
     starts = [first_line]
     previous_systemd = None
-    run_has_args = run_has_ended = False
+    run_has_args = run_has_ended = run_launch_failed = False
     events = [(m.line_no, m.kind) for m in markers] + [(line, "launch") for line in pid_launches]
     for line_no, kind in sorted(events):
         new_run = False
@@ -217,13 +291,18 @@ def run_starts(markers: list[Marker], pid_launches: set[int], first_line: int) -
         elif kind == "launch":
             new_run = True
         elif kind == "server_args":
-            new_run = run_has_args
+            new_run = run_has_args or run_launch_failed
+        elif kind == "launch_failure":
+            # A launch that died before its dump is a run of its own, unless it is the run under way's.
+            new_run = run_has_args or run_has_ended or run_launch_failed
+            run_launch_failed = True
         elif kind == "uvicorn_started":
             new_run = run_has_ended
         elif kind in PROCESS_END_KINDS:
             run_has_ended = True
         if new_run:
             run_has_args, run_has_ended = kind == "server_args", False
+            run_launch_failed = kind == "launch_failure"
             if line_no > starts[-1]:
                 starts.append(line_no)
         elif kind == "server_args":
@@ -231,12 +310,13 @@ def run_starts(markers: list[Marker], pid_launches: set[int], first_line: int) -
     return starts
 
 
-def describe_run(r: Run, ordinal: int, is_last: bool) -> dict[str, object]:
+def describe_run(r: Run, ordinal: int, is_last: bool, cause: Cause | None = None) -> dict[str, object]:
+    cause = cause or Cause()
     started = r.first("systemd_started")
-    ready = r.first("server_ready")
+    ready_at, ready_from = ready_time(r)
     exited = r.first("systemd_main_exited")
     stopped = r.first("systemd_stopped", "systemd_deactivated")
-    reason, detail = end_reason(r, is_last)
+    reason, detail = end_reason(r, is_last, cause, ready_at is not None)
     ended_at = next((m.ts for m in (exited, stopped) if m is not None and m.ts is not None), None)
     if ended_at is None and reason != "running":
         ended_at = r.last_ts
@@ -244,35 +324,69 @@ def describe_run(r: Run, ordinal: int, is_last: bool) -> dict[str, object]:
     if pid is None:
         uvicorn = r.first("uvicorn_started")
         pid = uvicorn.server_pid if uvicorn else None
+    from_systemd = started is not None and started.ts is not None
+    # The cause is named for a run that died; a run stopped on purpose keeps only its first error's line.
+    died = reason in ("failed", "crashed") or (reason == "ended" and cause.sign is not None)
+    sign = cause.sign if died else None
     return {
         "source_id": r.source_id, "ordinal": ordinal, "first_line_no": r.first_line_no,
-        "last_line_no": r.last_line_no, "pid": pid, "started_at": started.ts if started and started.ts else r.first_ts,
-        "ready_at": ready.ts if ready else None, "ended_at": ended_at, "end_reason": reason,
+        "last_line_no": r.last_line_no, "pid": pid, "started_at": started.ts if from_systemd else r.first_ts,
+        "ready_at": ready_at, "ended_at": ended_at, "end_reason": reason,
         "end_detail": detail, "config_id": None, "untimed_markers": r.untimed_markers,
         **{column: r.traffic[kind] for kind, column in TRAFFIC_KINDS.items()}, "last_seen_at": r.last_ts,
+        "start_line_no": started.line_no if from_systemd else r.first_stamped, "ready_from": ready_from,
+        "cause": sign.text if sign else None, "cause_family": sign.family if sign else None,
+        "cause_line_no": sign.line_no if sign else None,
+        "consequences": len(cause.consequences) if sign else None,
+        "failed_phase": cause.failed_phase if reason in ("failed", "ended") and ready_at is None else None,
     }
 
 
-def end_reason(r: Run, is_last: bool) -> tuple[str, str | None]:
-    """restarted, stopped, crashed (died after ready), failed (died while starting) or running."""
+def ready_time(r: Run) -> tuple[object, str | None]:
+    """When the run was ready, and what says so: SGLang's ready line, else (a second node, a decode worker
+    of a prefill/decode split, which never print one) its first served batch or request."""
+    ready = r.first("server_ready")
+    if ready is not None:
+        return ready.ts, "ready_line"
+    batches = [r.first_served.get(k) for k in ("prefill_batch", "decode_batch")]
+    batch = _extreme(min, *batches)
+    if batch is not None:
+        return batch, "first_batch"
+    request = r.first_served.get("http_request")
+    return (request, "first_request") if request is not None else (None, None)
+
+
+def end_reason(r: Run, is_last: bool, cause: Cause | None = None,
+               was_ready: bool | None = None) -> tuple[str, str | None]:
+    """restarted, stopped, crashed (died after ready), failed (died while starting), ended (the process
+    ended, as exit-time warnings or a later launch show, with no line saying how) or running."""
+    cause = cause or Cause()
+    was_ready = r.has("server_ready") if was_ready is None else was_ready
     exited = r.first("systemd_main_exited")
     detail = exited.exit_text() if exited else None
     if r.has("systemd_stopping"):
         # systemctl stop/restart: SGLang kills itself with SIGKILL, which is still an operator stop.
         return ("stopped" if is_last else "restarted"), detail or "systemctl stop"
-    crash = next((m for m in r.markers if m.kind in CRASH_KINDS), None)
+    crash = next((m for m in r.markers if m.kind in CRASH_KINDS and m.line_no not in cause.harness_lines), None)
     failed_exit = exited is not None and (exited.exit_status or "").split("/")[0] != "0"
-    if crash or failed_exit or r.has("systemd_failed_result"):
-        why = detail or (crash.kind if crash else None)
-        return ("crashed" if r.has("server_ready") else "failed"), why
+    died = cause.sign is not None and cause.sign.source in ("error", "line")
+    if crash or failed_exit or r.has("systemd_failed_result") or died:
+        why = cause.words() or (crash.kind if crash else None)
+        why = "; ".join(w for w in (why, detail) if w) or None
+        return ("crashed" if was_ready else "failed"), why
     if r.has("sigterm"):
         return ("stopped" if is_last else "restarted"), "SIGTERM"
     if not is_last:
-        return "restarted", None
+        # A later launch ended this one: say so where no line of it said how.
+        if under_systemd(r.markers) or any(m.kind in PROCESS_END_KINDS for m in r.markers):
+            return "restarted", None
+        return "ended", "no shutdown line"
     if exited or r.has("systemd_stopped", "systemd_deactivated"):
         return "stopped", detail
     if r.has("uvicorn_finished"):  # the HTTP server shut down with no signal logged (a plain or Dynamo log)
         return "stopped", "uvicorn shut down"
+    if cause.exit_trace is not None:
+        return "ended", "no shutdown line; exit-time warnings show the process was ended"
     return "running", None
 
 

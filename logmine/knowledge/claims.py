@@ -37,7 +37,8 @@ def matchers() -> dict[str, PhraseMatcher]:
               "domain": {k: v for k, v in spec["domains"].items() if not k.startswith("_")},
               "not_with": {name: q["not_with"] for name, q in spec["quantities"].items() if q.get("not_with")},
               "hypothetical": {"hypothetical": spec["hypothetical"]}, "reported": {"reported": spec["reported"]},
-              "bound": spec["bounds"]}
+              "bound": spec["bounds"],
+              "unmeasured": {k: v for k, v in spec["unmeasured"].items() if not k.startswith("_")}}
     found = {}
     for group, phrases in groups.items():
         matcher = PhraseMatcher(nlp.vocab, attr="LOWER")
@@ -158,7 +159,7 @@ def cues(sent: Span, ent: Span, q: Quantity, hits: dict[str, list],
     clause = clauses[ent.start - sent.start]
     scopes = {name for name, s, _ in hits["scope"] if clauses[s - sent.start] == clause}
     domains = {name for name, s, _ in hits["domain"] if clauses[s - sent.start] == clause}
-    wanted_scopes = ["rank", "total"] if len(scopes) != 1 else sorted(scopes)
+    wanted_scopes = ["rank", "total", "node"] if len(scopes) != 1 else sorted(scopes)
     others = [e.start for e in sent.ents if e.label_ == "QUANTITY" and e != ent]
 
     # Only the cues nearest the number in its clause are strong: a farther one is often another figure's,
@@ -233,6 +234,19 @@ def bound_of(sent: Span, ent: Span, hits: dict[str, list], clauses: list[int]) -
     return None
 
 
+UNMEASURED_REACH = 3  # tokens between a number and a word that says no log measures it
+
+
+def unmeasured(sent: Span, ent: Span, hits: dict[str, list], clauses: list[int]) -> str | None:
+    """What a number is when the words beside it say no log measures it ('a 503 GiB machine', '2 TiB of RAM')."""
+    clause = clauses[ent.start - sent.start]
+    for name, start, end in hits["unmeasured"]:
+        near = ent.end <= start <= ent.end + UNMEASURED_REACH or ent.start - UNMEASURED_REACH <= end <= ent.start
+        if near and clauses[start - sent.start] == clause:
+            return name
+    return None
+
+
 def marked(hits: list, sent: Span, clauses: list[int] | None = None, clause: int | None = None) -> bool:
     """Whether a marker phrase is in the sentence (or, given one, in that clause)."""
     return any(clause is None or clauses[s - sent.start] == clause for _, s, _ in hits)
@@ -298,5 +312,5 @@ def read_claims(doc: Doc, offset: int, sentence_base: int, code: list[tuple[int,
                 "arithmetic": None if arith is None else [arith.expression, arith.value],
                 "settings": settings, "scopes": scopes, "cues": cue_list,
                 "what_if": what_if_settings(sent, ent, q), "bound": bound_of(sent, ent, hits, clauses),
-                "hypothetical": hypothetical})
+                "hypothetical": hypothetical, "unmeasured": unmeasured(sent, part or ent, hits, clauses)})
     return readings

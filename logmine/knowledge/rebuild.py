@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from datetime import datetime
 from importlib import resources
 from pathlib import Path
 
@@ -30,7 +31,8 @@ TABLES: dict[str, dict[str, str]] = {
     "claims": {**MESSAGE_COLUMNS, "text": "VARCHAR", "value": "DOUBLE", "unit": "VARCHAR", "approximate": "BOOLEAN",
                "arithmetic": "VARCHAR", "source_id": "INTEGER", "run": "INTEGER", "quantity": "VARCHAR",
                "scope": "VARCHAR", "measured": "DOUBLE", "measured_figure": "VARCHAR",
-               "measured_source": "VARCHAR", "verdict": "VARCHAR", "cause": "VARCHAR", "sentence_text": "VARCHAR"},
+               "measured_source": "VARCHAR", "verdict": "VARCHAR", "derivation": "VARCHAR", "cause": "VARCHAR",
+               "sentence_text": "VARCHAR"},
     "decisions": {"session_id": "VARCHAR", "message_id": "VARCHAR", "message_index": "INTEGER",
                   "request_kind": "VARCHAR", "request": "VARCHAR", "answer": "VARCHAR",
                   "answered_through_index": "INTEGER",
@@ -69,6 +71,7 @@ def reader_version() -> str:
 def rebuild(con: duckdb.DuckDBPyConnection) -> None:
     """Bring facts, claims and decisions up to date with every stored session and run."""
     create_tables(con, {**TABLES, **READ_TABLES})
+    execute(con, "ALTER TABLE claims ADD COLUMN IF NOT EXISTS derivation VARCHAR")  # a database of before it
     # The prose as stored now, its text hashed once for the three uses below.
     execute(con, f"CREATE OR REPLACE TEMP TABLE prose AS {PROSE}")
     _forget_unread(con)
@@ -152,10 +155,7 @@ def _judge(con: duckdb.DuckDBPyConnection) -> None:
     if not readings:
         return
     measured = _measured_by_run(con)
-    runs = [verdicts.Run(s, o, t, json.loads(args) if args else None, last) for s, o, t, args, last in execute(con, """
-        SELECT r.source_id, r.ordinal, r.started_at, c.args, r.last_seen_at
-        FROM runs AS r LEFT JOIN configs AS c USING (config_id)
-        ORDER BY r.started_at""")]
+    runs = _runs(con)
     links: dict[str, list[tuple]] = {}
     for session_id, index, source_id, ordinal in execute(con, """
             SELECT session_id, message_index, source_id, run FROM links ORDER BY session_id, message_index"""):
@@ -171,6 +171,44 @@ def _judge(con: duckdb.DuckDBPyConnection) -> None:
     insert_rows(con, "claims", rows, TABLES["claims"])
 
 
+def _runs(con: duckdb.DuckDBPyConnection) -> list:
+    from .verdicts import Run
+
+    return [Run(s, o, t, json.loads(args) if args else None, last) for s, o, t, args, last in execute(con, """
+        SELECT r.source_id, r.ordinal, r.started_at, c.args, r.last_seen_at
+        FROM runs AS r LEFT JOIN configs AS c USING (config_id)
+        ORDER BY r.started_at""")]
+
+
+CHECKED_FIELDS = ("text", "value", "unit", "verdict", "derivation", "cause", "quantity", "scope", "run", "measured",
+                  "measured_figure", "measured_source", "arithmetic", "sentence_text")
+
+
+def check_text(con: duckdb.DuckDBPyConnection, text: str, when: datetime | None = None,
+               run: tuple[int, int] | None = None) -> list[dict]:
+    """The figures of a text that is not stored (a draft an agent is about to send), each judged as the
+    claims of a stored message are: against `run` (source id, ordinal) when given, else against the run
+    current at `when` (host-local time; by default the time of the latest line of any run), falling back
+    on earlier runs for what the text looks back on. Each row has the fields of CHECKED_FIELDS."""
+    from . import claims, nlp, verdicts
+
+    runs = _runs(con)
+    if when is None:
+        when = max((r.last_seen or r.started_at for r in runs if r.last_seen or r.started_at), default=None)
+    measured = _measured_by_run(con)
+    blocks = nlp.code_blocks(text)
+    pieces = list(nlp.lines(text))
+    rows, first = [], 0
+    for (offset, _), doc in zip(pieces, nlp.read(line for _, line in pieces), strict=True):
+        for reading in claims.read_claims(doc, offset, first, in_line(blocks, offset, len(doc.text))):
+            which = run or verdicts.run_of_message(when, 0, [], runs)
+            which = verdicts.run_with_settings(which, when, reading["settings"], runs)
+            judged = verdicts.judged_among_runs(reading, which, when, runs, measured)
+            rows.append({field: judged.get(field) for field in CHECKED_FIELDS})
+        first += sum(1 for _ in doc.sents)
+    return rows
+
+
 def _measured_by_run(con: duckdb.DuckDBPyConnection) -> dict[tuple[int, int], dict]:
     from .verdicts import Measured, knowledge
 
@@ -180,8 +218,33 @@ def _measured_by_run(con: duckdb.DuckDBPyConnection) -> dict[tuple[int, int], di
         bytes_per_unit = None if row.bytes_per_unit != row.bytes_per_unit else row.bytes_per_unit  # NaN -> None
         found.setdefault((row.source_id, row.run), {})[(row.quantity, row.scope)] = Measured(
             row.quantity, row.scope, float(row.value), row.unit, bytes_per_unit, row.measured_source,
-            slack.get(row.quantity, 0.0))
+            slack.get(row.quantity, 0.0) + float(row.spread or 0.0),
+            row.derivation if isinstance(row.derivation, str) else None)
+    phases = {q["phase"]: name for name, q in knowledge()["quantities"].items() if "phase" in q}
+    if phases and found:
+        _phase_durations(con, phases, slack, found)
     return found
+
+
+def _phase_durations(con: duckdb.DuckDBPyConnection, phases: dict[str, str], slack: dict[str, float],
+                     found: dict[tuple[int, int], dict]) -> None:
+    """Each phase of a start as `logmine query load-time` times it: rank 0's duration, the other ranks'
+    spread added to its slack (the phases are derived there, once)."""
+    from .verdicts import Measured
+
+    ids = dict(execute(con, "SELECT display, source_id FROM sources"))
+    frame = named_queries.execute(con, "load-time")
+    for (display, run), ranks in frame.groupby(["source", "run"], sort=False):
+        first = ranks.iloc[0]  # rank 0 first, as the query orders them
+        for column, name in phases.items():
+            value = first[column]
+            if value != value or value is None:  # NaN: the phase did not happen in this run
+                continue
+            spread = float((ranks[column] - value).abs().max())
+            found.setdefault((ids[display], int(run)), {})[(name, "rank")] = Measured(
+                name, "rank", round(float(value), 4), "s", None, f"{display} (load-time {column}, {first['rank']})",
+                slack.get(name, 0.0) + (spread if spread == spread else 0.0),
+                f"the {column.removesuffix('_s').replace('_', ' ')} phase of load-time")
 
 
 def _decisions(con: duckdb.DuckDBPyConnection) -> None:

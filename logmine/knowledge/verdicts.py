@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import functools
 import json
+import math
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import NamedTuple
@@ -42,6 +44,7 @@ class Measured:
     bytes_per_unit: float | None  # what the printed unit means
     source: str                   # file:line
     slack: float = 0.0            # the measured figure's own uncertainty, in its printed unit
+    derivation: str | None = None  # how a figure the log did not print as such came about ("per rank x 4 ranks")
 
 
 @dataclass
@@ -94,26 +97,80 @@ def compare(q: Quantity, m: Measured, bound: str | None = None) -> tuple[bool, s
     return False, None, shown
 
 
+# A figure with no cue, or one that disagrees with its cue's quantity, is taken for another measured figure
+# whose value it matches only when written with this many significant digits ("7.78 GB", "261,929 tokens"):
+# a "12 minutes" matches too many things by chance.
+VALUE_MATCH_DIGITS = 3
+
+
+def significant_digits(q: Quantity) -> int:
+    if q.written == 0 or q.step <= 0:
+        return 0
+    return int(math.floor(math.log10(abs(q.written))) - round(math.log10(q.step))) + 1
+
+
 def judge(q: Quantity, found: list[Candidate], arith: tuple[str, float] | None, bound: str | None = None,
-          hypothetical: bool = False) -> dict:
+          hypothetical: bool = False, run_measured: dict | None = None, not_measured: str | None = None) -> dict:
     """The verdict of one claim over its candidates. A number of a plan or prediction (`hypothetical`)
     speaks of a configuration the log did not measure: only a unit mix-up, wrong arithmetic or a what-if
-    rule's figure can contradict it."""
+    rule's figure can contradict it. A figure its cue's quantity contradicts is `inconsistent` only when
+    no other figure of the run explains it: the same quantity at another scope (per rank for a total, per
+    node) makes it `unverifiable`, said so in the cause; another quantity's figure it matches exactly makes
+    it that figure's. A figure its words say no log measures (`not_measured`: the host's RAM) is
+    `unverifiable` unless a measured figure agrees with it."""
     if arith is not None and abs(arith[1] - q.written) > tolerance(q):
         best = found[0].measured if found else None
         return _verdict("inconsistent", best, None if best is None else compare(q, best)[2],
-                        f"arithmetic: {arith[0]} = {arith[1]:.4g}, not {q.written:g}")
+                        f"arithmetic: {arith[0]} = {arith[1]:.4g}, not {q.written:g}", "arithmetic of the claim")
     results = [(c, *compare(q, c.measured, bound)) for c in found]
     for c, agrees, _, measured in results:
         if agrees:
-            return _verdict("consistent", c.measured, measured, None)
+            return _verdict("consistent", c.measured, measured, None, _how(q, c.measured, measured))
     for c, _, cause, measured in results:
         if cause:
-            return _verdict("inconsistent", c.measured, measured, cause)
+            return _verdict("inconsistent", c.measured, measured, cause,
+                            _how(q, c.measured, None) + "; GiB and GB swapped")
     strong = [(c, measured) for c, _, _, measured in results if c.strong and (c.what_if or not hypothetical)]
+    named = {c.measured.quantity for c in found}
+    other = by_value(q, run_measured or {}, bound)
+    if other is not None:  # a figure the run measured agrees with it: it is no error, whatever its words say
+        m, measured = other
+        if m.quantity in named:  # the quantity its words name, at a scope they did not say
+            return _verdict("unverifiable", None, None,
+                            f"matches the {m.scope} figure {m.value:g} {m.unit} of {m.quantity}, not the scope written",
+                            None)
+        if significant_digits(q) >= VALUE_MATCH_DIGITS and not hypothetical and not not_measured:
+            return _verdict("consistent", m, measured, None, "matched by value: " + _how(q, m, measured))
+        return _verdict("unverifiable", None, None, None, None)
+    if not_measured:
+        return _verdict("unverifiable", None, None, f"{not_measured}: no log measures it", None)
     if strong:
-        return _verdict("inconsistent", strong[0][0].measured, strong[0][1], None)
-    return _verdict("unverifiable", None, None, None)
+        return _verdict("inconsistent", strong[0][0].measured, strong[0][1], None, _how(q, strong[0][0].measured, None))
+    return _verdict("unverifiable", None, None, None, None)
+
+
+def by_value(q: Quantity, run_measured: dict, bound: str | None) -> tuple[Measured, float] | None:
+    """The first measured figure of the claim's dimension (quantities.json order, per rank first) that it
+    agrees with."""
+    spec = knowledge()["quantities"]
+    order = {name: k for k, name in enumerate(spec)}
+    figures = sorted((m for m in run_measured.values() if m.quantity in spec
+                      and spec[m.quantity]["dimension"] == q.dimension and spec[m.quantity].get("by_value", True)),
+                     key=lambda m: (m.scope != "rank", order[m.quantity]))
+    for m in figures:
+        agrees, _, measured = compare(q, m, bound)
+        if agrees:
+            return m, measured
+    return None
+
+
+def _how(q: Quantity, m: Measured, measured: float | None) -> str:
+    """How the measured figure was reached: printed by the log, or derived (with the rule and arithmetic),
+    and the conversion to the unit written."""
+    parts = [f"derived: {m.derivation}" if m.derivation else "observed"]
+    if measured is not None and m.bytes_per_unit and q.written_unit not in (m.unit, _true_unit(m)):
+        parts.append(f"converted: {m.value:g} {_true_unit(m)} = {measured:.2f} {q.written_unit}")
+    return "; ".join(parts)
 
 
 def _true_unit(m: Measured) -> str:
@@ -121,8 +178,10 @@ def _true_unit(m: Measured) -> str:
     return UNIT_NAME.get(m.bytes_per_unit, m.unit) if m.bytes_per_unit else m.unit
 
 
-def _verdict(verdict: str, m: Measured | None, measured: float | None, cause: str | None) -> dict:
-    return {"verdict": verdict, "quantity": m.quantity if m else None, "scope": m.scope if m else None,
+def _verdict(verdict: str, m: Measured | None, measured: float | None, cause: str | None,
+             derivation: str | None) -> dict:
+    return {"verdict": verdict, "derivation": derivation, "quantity": m.quantity if m else None,
+            "scope": m.scope if m else None,
             "measured": None if measured is None else round(measured, 4),
             "measured_figure": None if m is None else f"{round(m.value, 2):g} {_true_unit(m)}",
             "measured_source": m.source if m else None, "cause": cause}
@@ -138,7 +197,7 @@ def judged(reading: dict, which: tuple[int, int] | None, run_measured: dict) -> 
             "source_id": which[0] if which else None, "run": which[1] if which else None,
             "sentence_text": reading["sentence_text"],
             **judge(q, candidates(reading, run_measured), arith, reading.get("bound"),
-                    reading.get("hypothetical", False))}
+                    reading.get("hypothetical", False), run_measured, reading.get("unmeasured"))}
 
 
 def candidates(reading: dict, run_measured: dict) -> list[Candidate]:
@@ -219,16 +278,31 @@ def run_with_settings(default: tuple[int, int] | None, when: datetime | None, se
 
 def judged_among_runs(reading: dict, which: tuple[int, int] | None, when: datetime | None, runs: list[Run],
                       measured: dict[tuple[int, int], dict]) -> dict:
-    """`judged` against the run the message speaks of; a figure that contradicts it (not by a unit mix-up)
-    but is what a run before it measured speaks of that run, and is no error."""
+    """`judged` against the run the message speaks of; a figure that contradicts it (not by a unit mix-up),
+    or that it did not measure, but is what a run before it measured speaks of that run, and is no error."""
     claim = judged(reading, which, measured.get(which, {}))
-    if claim["verdict"] != "inconsistent" or claim["cause"] is not None:
+    if which is None or claim["verdict"] == "consistent" or claim["cause"] is not None or (
+            claim["verdict"] == "unverifiable" and not looks_back(reading["sentence_text"])):
         return claim
     for run in earlier_runs(which, when, runs):
         other = judged(reading, run, measured.get(run, {}))
         if other["verdict"] == "consistent":
+            other["derivation"] = f"{other['derivation']}; of run {run[1]}, an earlier run"
             return other
     return claim
+
+
+@functools.cache
+def _looking_back() -> re.Pattern:
+    words = sorted(knowledge()["looking_back"], key=len, reverse=True)
+    return re.compile(r"\b(?:" + "|".join(re.escape(w) for w in words) + r")\b", re.IGNORECASE)
+
+
+def looks_back(sentence: str) -> bool:
+    """Whether a sentence speaks of what happened ('took ~11 minutes to load', 'the previous start'): a
+    figure of it the message's run did not measure may be an earlier run's; one of the present or future
+    ('the model takes ~11 minutes to load') may not."""
+    return _looking_back().search(sentence) is not None
 
 
 def earlier_runs(which: tuple[int, int] | None, when: datetime | None, runs: list[Run]) -> list[tuple[int, int]]:

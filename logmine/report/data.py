@@ -34,6 +34,8 @@ class ReportData:
     # Every log source of the database by display name -> the name the report gives it (`api.source_names`).
     source_names: dict[str, str]
     claims: pd.DataFrame | None = None
+    # What the next configuration of the last run would cost (`logmine.query.plan`): its options and host audit.
+    next_configuration: dict | None = None
     _evidence: dict[tuple[str, int, str], list[tuple[str, Citation]]] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> pd.DataFrame:
@@ -92,11 +94,29 @@ def gather(con: duckdb.DuckDBPyConnection, runs: Sequence[int] | None = None, so
         ORDER BY session_id, idx""", session=session), "session_id", linked)
     checked = claims(con, session)
     checked = None if checked is None else of_sessions(checked, "session", linked)
-    data = ReportData(frames, diffs.reset_index(drop=True), messages, source_names(con), checked)
+    data = ReportData(frames, diffs.reset_index(drop=True), messages, source_names(con), checked,
+                      next_configuration(con, frames["memory-budget"]))
     for row in frames["evidence"].itertuples(index=False):
         citation = data.cite_line(row.source, row.line_no, row.text)
         data._evidence.setdefault((row.source, int(row.run), row.figure), []).append((row.rank, citation))
     return data
+
+
+def next_configuration(con: duckdb.DuckDBPyConnection, budget: pd.DataFrame) -> dict | None:
+    """The options to more KV capacity of the last reported run that allocated a KV pool, and its host audit."""
+    from ..query import host_memory, plan
+
+    pools = budget[(budget["rank"] != "all ranks") & budget["kv_tokens"].notna()]
+    if pools.empty:
+        return None
+    source, run = pools.iloc[-1]["source"], int(pools.iloc[-1]["run"])
+    try:
+        base = plan.baseline(con, source, run)
+    except plan.PlanError:  # a log without the figures the formula needs: the section is left out
+        return None
+    audit = host_memory.audit(con, source, run)
+    return {"source": source, "run": run, "options": plan.options(base, audit["host_available_gb"]),
+            "audit": audit}
 
 
 def of_sessions(df: pd.DataFrame, column: str, sessions: set[str] | None) -> pd.DataFrame:

@@ -2,18 +2,61 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pandas as pd
 
+from ..derive.causes import family_words, phase_words
 from .common import of_run, run_name, run_rows
 from .data import ReportData
 from .model import Folded, Heading, Section, Text
-from .words import first_upper, missing, quote
+from .words import first_upper, missing, plural, quote
 
 # What a server was doing after the last start-up milestone it logged.
 DOING_AFTER = [("started", "initialising"), ("weights_begin", "loading weights"), ("weights", "allocating the KV pool"),
                ("kv_pool", "capturing CUDA graphs"), ("cuda_graphs", "loading the draft model or warming up"),
                ("hicache", "pinning the HiCache host pool")]
-CRASH_KINDS = ("oom", "host_memory", "abort", "traceback")
+CRASH_KINDS = ("oom", "host_memory", "abort", "traceback", "fatal_line")
+
+
+def cause_story(data: ReportData, run: pd.Series, ends: pd.DataFrame) -> Text | None:
+    """The sentence on a run that died, from its root cause (`runs.cause`): what failed first, where, in
+    which start-up phase, and how many signs followed from it; None for a run with no cause."""
+    if missing(run.get("cause")) or run["end_reason"] not in ("failed", "crashed", "ended"):
+        return None
+    source = run["source"]
+    cause = ends[ends["role"] == "cause"]
+    line_no = int(cause["line_no"].iloc[0]) if not cause.empty else None
+    family = family_words(run.get("cause_family"))
+    if run["end_reason"] == "ended":
+        words = "ended with no shutdown line: killed from outside, as its exit-time warnings show"
+    else:
+        when = "after it was ready" if not missing(run["ready_at"]) else (
+            phase_words(run["failed_phase"]) if not missing(run.get("failed_phase")) else "while starting")
+        rank = f" on {cause['rank'].iloc[0]}" if not cause.empty and cause["rank"].iloc[0] else ""
+        what = f"{family} failure" if family else "error"
+        cause_text = quote(run["cause"], 200)
+        if cause_text.endswith(".") and not cause_text.endswith("..."):  # the sentence's own stop follows
+            cause_text = cause_text[:-1]
+        words = f"{run['end_reason']} {when}: {what}{rank}, “{cause_text}”"
+    if line_no is not None:
+        words += f" (line {line_no})"
+    followed = ends[ends["role"] == "consequence"]
+    if not followed.empty:
+        counted = Counter(consequence_name(r) for _, r in followed.iterrows())
+        kinds = ", ".join(name if n == 1 else f"{name} ×{n}" for name, n in counted.items())
+        words += f"; what followed from it ({plural(len(followed), 'sign')}: {quote(kinds, 160)}) is folded below"
+    cites = [data.cite_line(source, line_no, cause["text"].iloc[0])] if line_no is not None else []
+    return Text(words, cites)
+
+
+def consequence_name(row: pd.Series) -> str:
+    """A few words for a sign that followed the cause: `EOFError`, `sigquit`, `rank dead`."""
+    if row["kind"] == "fatal_line":
+        return "fatal library line"
+    if row["kind"] in CRASH_KINDS:
+        return str(row["detail"] or row["kind"]).split(": ")[0].strip() or row["kind"]
+    return row["kind"].replace("_", " ")
 
 
 def end_story(data: ReportData, run: pd.Series) -> Text:
@@ -23,6 +66,8 @@ def end_story(data: ReportData, run: pd.Series) -> Text:
     crashes = ends[ends["kind"].isin(CRASH_KINDS)]
     stopped = ends[ends["kind"] == "stopped_while_loading"]
     verdicts = ends[ends["kind"].str.startswith("systemd_")]
+    if (story := cause_story(data, run, ends)) is not None:
+        return story
     if not crashes.empty:
         first = crashes.iloc[0]
         when = "while starting" if missing(run["ready_at"]) else "after it was ready"
@@ -61,6 +106,11 @@ def end_story(data: ReportData, run: pd.Series) -> Text:
 
 def headline(ends: pd.DataFrame, run: pd.Series) -> str:
     """A few words on how a run ended, for its heading."""
+    family = family_words(run.get("cause_family"))
+    if family and run["end_reason"] in ("failed", "crashed"):
+        return f"{run['end_reason']}, {family} failure"
+    if run["end_reason"] == "ended":
+        return "ended, no shutdown line"
     crashes = ends[ends["kind"].isin(CRASH_KINDS)]
     if not crashes.empty:
         return f"{run['end_reason']}, {crashes['kind'].iloc[0].replace('_', ' ')} error"
@@ -96,7 +146,9 @@ def ends_section(data: ReportData) -> Section | None:
             cite = [data.cite_line(source, row["line_no"], row["text"])]
             label = f"{row['ts']:%H:%M:%S} {row['kind'].replace('_', ' ')}" if not missing(row["ts"]) else row["kind"]
             rank = f" ({row['rank']})" if row["rank"] else ""
-            if row["kind"] in CRASH_KINDS:
+            role = f" [{row['role']}]" if not missing(row.get("role")) else ""
+            label += role
+            if row["kind"] in CRASH_KINDS and row["kind"] != "fatal_line":  # a fatal line is a line, not a traceback
                 lines = f"lines {row['line_no']}–{row['last_line_no']}"
                 blocks.append(Folded(Text(f"{label}{rank}: {quote(row['detail'], 200)} — whole traceback, {lines}",
                                           cite), row["text"] or ""))

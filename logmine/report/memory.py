@@ -19,6 +19,17 @@ def share(row: pd.Series, columns: str | tuple[str, ...]) -> float:
     return sum(0.0 if missing(row[c]) else float(row[c]) for c in names)
 
 
+UNUSED = "not yet used (the start stopped)"
+
+
+def kv_cell(row: pd.Series, cites: list) -> Text:
+    """`306,048 tokens, 37.36 GiB`, either part alone where only it was logged, `none` for no pool."""
+    parts = [f"{number(row['kv_tokens'])} tokens" if not missing(row["kv_tokens"]) else "",
+             f"{number(row['kv_gib'])} GiB" if not missing(row["kv_gib"]) else ""]
+    words = ", ".join(p for p in parts if p)
+    return Text(words, cites) if words else Text("none allocated")
+
+
 def alike_run(data: ReportData, source: str, alike_source: str, alike: int) -> str:
     """The earlier run a bar's figures repeat: `run 1` of the same source, else named with its file."""
     return f"run {alike}" if alike_source == source else chart_run_name(data, alike_source, alike)
@@ -30,7 +41,7 @@ def memory_section(data: ReportData) -> Section | None:
     if per_rank.empty:
         return None
     labels, captions = [], []
-    shares: dict[str, list[float]] = {name: [] for name, _ in MEMORY_SHARES + [("other", "")]}
+    shares: dict[str, list[float]] = {name: [] for name, _ in MEMORY_SHARES + [("other", ""), (UNUSED, "")]}
     formula_rows, host_rows = [], []
     signature_seen: dict[tuple, tuple[str, int]] = {}
     explained: dict[str, list[str]] = {}
@@ -51,7 +62,12 @@ def memory_section(data: ReportData) -> Section | None:
             total = float(row["gpu_before_load_gib"]) if not missing(row["gpu_before_load_gib"]) else 0.0
             for share_name, columns in MEMORY_SHARES:
                 shares[share_name].append(share(row, columns))
-            shares["other"].append(max(total - sum(signature), 0.0))
+            # What the figures leave over is "other" use only on a start that went to its end; on one that
+            # stopped early it is memory nothing had taken yet.
+            remainder = max(total - sum(signature), 0.0)
+            completed = not missing(row["final_available_gib"])
+            shares["other"].append(remainder if completed else 0.0)
+            shares[UNUSED].append(0.0 if completed else remainder)
         first = rows.iloc[0]
         run_figures = {figure: data.cite(source, int(ordinal), figure, first["rank"])
                        for figure in ("weights_begin", "weights", "kv_pool", "hicache")}
@@ -62,7 +78,7 @@ def memory_section(data: ReportData) -> Section | None:
             Text(number(first["mem_fraction_static"])),
             Text(number(first["after_weights_gib"]), run_figures["weights"]),
             Text(number(first["kv_formula_gib"])),
-            Text(f"{number(first['kv_tokens'])} tokens, {number(first['kv_gib'])} GiB", run_figures["kv_pool"]),
+            kv_cell(first, run_figures["kv_pool"]),
             Text(number(first["kv_gap_gib"]))])
         explained.setdefault("" if missing(first["kv_gap_cause"]) else first["kv_gap_cause"], []).append(name)
         host = rows[rows["host_cache_gb"].notna()]

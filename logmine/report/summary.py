@@ -23,6 +23,16 @@ def summary_section(data: ReportData) -> Section | None:
     return Section("Summary", sentences, "summary")
 
 
+def node_words(run: pd.Series) -> str:
+    """`, node 1 of 2 of a tp_size 16 launch` for a log of one node of several; empty otherwise."""
+    nodes, node = run.get("nnodes"), run.get("node_rank")
+    if missing(nodes) or int(nodes) <= 1:
+        return ""
+    where = f"node {int(node)} of {int(nodes)}" if not missing(node) else f"one node of {int(nodes)}"
+    size = f" of a tp_size {int(run['tp_size'])} launch" if not missing(run.get("tp_size")) else ""
+    return f" here, {where}{size}"
+
+
 def source_summary(data: ReportData, source: str, runs: list[pd.Series]) -> list[Text]:
     """One source's starts, how each ended, what each configuration change did, and its last KV pool."""
     first, last = runs[0], runs[-1]
@@ -30,10 +40,12 @@ def source_summary(data: ReportData, source: str, runs: list[pd.Series]) -> list
     model = config.get("served_model_name") or config.get("model_path")
     ready = sum(not missing(r["ready_at"]) for r in runs)
     times = [r[c] for r in runs for c in ("started_at", "ready_at", "ended_at", "last_seen_at") if not missing(r[c])]
-    # A log with no time in it (SGLang's JSON events without their stamps, a shape logmine cannot read).
-    span = f"from {clock(min(times))} to {clock(max(times))}" if times else "at no time the log gives"
+    # A launch that died before printing anything stamped has no start time of its own; a log with no time in
+    # it at all (SGLang's JSON events without their stamps, a shape logmine cannot read) has no span.
+    starts = [r["started_at"] for r in runs if not missing(r["started_at"])]
+    span = f"from {clock(min(starts or times))} to {clock(max(times))}" if times else "at no time the log gives"
     ranks = int(first["ranks"]) if not missing(first["ranks"]) else 0  # 0: no rank logged its start
-    what = (f" of {model}" if model else "") + (f" ({plural(ranks, 'rank')})" if ranks else "")
+    what = (f" of {model}" if model else "") + (f" ({plural(ranks, 'rank')}{node_words(first)})" if ranks else "")
     sentences = [Text(f"{plural(len(runs), 'server start')}{what} in {data.source_name(source)}, {span}; "
                       f"{ready} became ready.", data.cite(source, int(first["ordinal"]), "started"))]
     for run in runs:
@@ -43,7 +55,10 @@ def source_summary(data: ReportData, source: str, runs: list[pd.Series]) -> list
         if missing(run["ready_at"]):
             sentences.append(Text(f"{name} never became ready: it {story.words}.", story.cites))
         else:
-            sentences.append(Text(f"{name} was ready after {seconds(run['load_seconds'])} and {story.words}.",
+            # A node or decode worker that never prints SGLang's ready line is ready at what it first served.
+            by = {"first_batch": " (at its first batch: it logs no ready line)",
+                  "first_request": " (at its first request: it logs no ready line)"}.get(run.get("ready_from"), "")
+            sentences.append(Text(f"{name} was ready after {seconds(run['load_seconds'])}{by} and {story.words}.",
                                   data.cite(source, ordinal, "ready") + story.cites))
     diffs = data.config_diffs[data.config_diffs["source"] == source]
     for to_run, changed in diffs.groupby("to_run", sort=False):

@@ -6,6 +6,7 @@ from itertools import groupby
 
 import pandas as pd
 
+from ..derive.causes import phase_words
 from .common import chart_run_name, draw, of_run, run_name, run_rows
 from .data import ReportData
 from .model import Bar, Block, Chart, Heading, Section, Table, Text
@@ -19,6 +20,9 @@ PHASES = [("to_init_s", "start → init", "started"), ("init_s", "init", "init")
           ("draft_graph_s", "draft CUDA graphs", "draft_cuda_graphs"), ("host_cache_s", "HiCache host pool", "hicache"),
           ("warmup_s", "warmup", "ready")]
 SERVING, UNFINISHED = "serving", "loading, never ready"
+# The phase table's row for each `failed_phase` (see logmine/derive/causes.py).
+FAILED_PHASE_COLUMNS = {"distributed init": "init_s", "weights": "weights_s", "KV pool": "kv_pool_s",
+                        "CUDA graphs": "cuda_graph_s", "HiCache host pool": "host_cache_s", "warmup": "warmup_s"}
 # Ranks whose phases differ by less than this (seconds) are drawn as one bar.
 RANK_SPREAD_S = 2.0
 # Runs side by side in one phase table: more would not fit a narrow window, so the next ones get their own.
@@ -58,7 +62,8 @@ def run_bar(run: pd.Series, phases: pd.Series, label: str) -> Bar:
     segments.append((UNFINISHED, start, max(lifetime - start, 0)))
     if not segments[:-1]:
         return Bar(label, segments, f"{run['end_reason']} before its log shows any start-up phase")
-    return Bar(label, segments, f"{run['end_reason']} after {duration(lifetime)}")
+    where = phase_words(phases.get("failed_phase")) if not missing(phases.get("failed_phase")) else None
+    return Bar(label, segments, f"{run['end_reason']} {where + ' ' if where else ''}after {duration(lifetime)}")
 
 
 def phase_cells(data: ReportData, run: pd.Series, phases: pd.Series) -> list[Text]:
@@ -68,7 +73,12 @@ def phase_cells(data: ReportData, run: pd.Series, phases: pd.Series) -> list[Tex
                   [] if missing(phases[column]) else data.cite(source, ordinal, figure, phases["rank"]))
              for column, _, figure in PHASES]
     ready = not missing(run["ready_at"])
-    if not ready:  # the phase it never finished: the next one the source's other runs went through
+    failed_in = FAILED_PHASE_COLUMNS.get(str(phases.get("failed_phase") or "").partition(" at ")[0])
+    if not ready and failed_in:  # the phase it died in, as the run's own lines show
+        index = next(i for i, (column, _, _) in enumerate(PHASES) if column == failed_in)
+        spent = "" if missing(phases[failed_in]) else seconds(phases[failed_in], minutes_too=False) + ", "
+        cells[index] = Text(f"{spent}{run['end_reason']} here ({phases['failed_phase']})", cells[index].cites)
+    elif not ready:  # the phase it never finished: the next one the source's other runs went through
         logged = [i for i, (column, _, _) in enumerate(PHASES) if not missing(phases[column])]
         siblings = data["load-time"][data["load-time"]["source"] == source]
         later = [i for i in range(logged[-1] + 1 if logged else 0, len(PHASES))

@@ -19,17 +19,31 @@ FROM (
 )
 WHERE n = 2;
 
--- placed_by_run(event_table): the table's events with their run, rank label, whether the rank is rank 0,
--- and the line from which that rank loads its draft model (NULL without a draft).
+-- lowest_ranks: the lowest rank (by its coordinates) that logs each run's start-up, which is rank 0 unless
+-- the log is of a node other than the first (ranks 8-15 of a two-node TP=16 launch), whose figures then
+-- stand for the run. Read from the start-up's small tables only.
+CREATE OR REPLACE VIEW lowest_ranks AS
+SELECT r.source_id, r.ordinal AS run,
+       min([coalesce(e.dp, 0), coalesce(e.pp, 0), coalesce(e.attn_cp, 0), coalesce(e.moe_dp, 0),
+            coalesce(e.tp, 0), coalesce(e.ep, 0)]) AS coordinates
+FROM (SELECT source_id, line_no, dp, pp, attn_cp, moe_dp, tp, ep FROM init_distributed
+      UNION ALL SELECT source_id, line_no, dp, pp, attn_cp, moe_dp, tp, ep FROM weight_loads) AS e
+JOIN runs AS r ON e.source_id = r.source_id AND e.line_no BETWEEN r.first_line_no AND r.last_line_no
+GROUP BY ALL;
+
+-- placed_by_run(event_table): the table's events with their run, rank label, whether the rank is the run's
+-- first (`is_rank0`: rank 0, or the lowest rank of a log that holds no rank 0, see lowest_ranks), and the
+-- line from which that rank loads its draft model (NULL without a draft).
 CREATE OR REPLACE MACRO placed_by_run(event_table) AS TABLE
 SELECT r.ordinal AS run,
        concat_ws(' ', 'DP' || e.dp, 'PP' || e.pp, 'ATTN_CP' || e.attn_cp, 'MOE_DP' || e.moe_dp,
                  'TP' || e.tp, 'EP' || e.ep) AS rank,
-       (coalesce(e.dp, 0) = 0 AND coalesce(e.pp, 0) = 0 AND coalesce(e.attn_cp, 0) = 0
-        AND coalesce(e.moe_dp, 0) = 0 AND coalesce(e.tp, 0) = 0 AND coalesce(e.ep, 0) = 0) AS is_rank0,
+       [coalesce(e.dp, 0), coalesce(e.pp, 0), coalesce(e.attn_cp, 0), coalesce(e.moe_dp, 0), coalesce(e.tp, 0),
+        coalesce(e.ep, 0)] = coalesce(o.coordinates, [0, 0, 0, 0, 0, 0]) AS is_rank0,
        d.draft_from_line, e.*
 FROM query_table(event_table) AS e
 JOIN runs AS r ON e.source_id = r.source_id AND e.line_no BETWEEN r.first_line_no AND r.last_line_no
+LEFT JOIN lowest_ranks AS o ON o.source_id = r.source_id AND o.run = r.ordinal
 LEFT JOIN draft_starts AS d
     ON d.source_id = e.source_id AND d.run = r.ordinal
    AND e.dp IS NOT DISTINCT FROM d.dp AND e.pp IS NOT DISTINCT FROM d.pp

@@ -1,0 +1,153 @@
+"""Why a server died, as data: the families of decisive failures and the signs that only follow one.
+
+A run's cause is the first decisive failure in it (`logmine/derive/causes.py`): an error (a traceback, a C++
+abort) or a fatal line of a library (NVSHMEM, NCCL, HCCL print theirs without SGLang's prefix). Each
+family lists the text that puts a failure in it, with real lines it must match (tests match every
+example). A consequence is what a failure elsewhere brings about: the controller's `EOFError` when a
+scheduler died, SGLang's SIGQUIT from a child, the exit codes it reports, the ranks it finds dead.
+A consequence is the cause only when nothing decisive came before it.
+
+Regexes are RE2 (DuckDB's `regexp_matches` reads every line of a run with them) and Python `re` alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str  # the column value
+    words: str  # how the report names it
+    regex: str  # searched in an error's text or a line's message
+    examples: tuple[str, ...]
+    fatal_line: bool = False  # a line matching it is a failure of its own, outside any traceback
+
+
+# In order: the first family whose regex an error matches is its family (an OOM raised inside a NCCL call
+# is device memory, an import error naming a kernel package is import/dependency).
+FAMILIES: tuple[Family, ...] = (
+    Family("host_memory", "host memory",
+           r"Not enough host memory|Cannot allocate memory|pin_memory.*(?:failed|error)|std::bad_alloc",
+           ("ValueError: Not enough host memory available. Requesting 120.34 GB but only have 88.10 GB free. "
+            "Please reduce the size of the hierarchical cache.",
+            "RuntimeError: [enforce fail at alloc_cpu.cpp:117] err == 0. DefaultCPUAllocator: can't allocate "
+            "memory: you tried to allocate 85899345920 bytes. Error code 12 (Cannot allocate memory)")),
+    Family("device_memory", "device memory",
+           r"(?i)out of memory|OutOfMemoryError|Not enough memory\. Please try to increase --mem-fraction-static"
+           r"|max_total_num_tokens.*(?:<=? ?0|negative)|KV cache pool is too small",
+           ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 384.00 MiB. GPU 0 has a total "
+            "capacity of 23.56 GiB of which 338.75 MiB is free.",
+            "c10::Error: NPU out of memory. Tried to allocate 4.00 GiB (NPU 4; 61.27 GiB total capacity)",
+            "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+            "Current value: self.server_args.mem_fraction_static=0.36")),
+    Family("communication", "communication set-up",
+           r"NCCL error|ncclInternalError|ncclSystemError|ncclUnhandledCudaError|ncclRemoteError"
+           r"|NCCL WARN .*(?:failed|error|Error)|DistBackendError|ProcessGroupNCCL.*(?:Watchdog|timed out)"
+           r"|nvshmem|NVSHMEM|building transport map failed|is not accessible, exiting"
+           r"|init failed for transport|Unable to initialize any transports|HCCL|hccl|RCCL|rccl"
+           r"|Gloo connectFullMesh failed|Connection refused.*(?:init_process_group|TCPStore|rendezvous)"
+           r"|DeepEP|deep_ep.*(?:failed|error)|[Mm]ooncake.*(?:failed|error)|KV transfer\b.*failed"
+           r"|Failed to (?:connect|bootstrap)",
+           ("/sgl-workspace/nvshmem/src/host/topo/topo.cpp:469: [GPU 1] Peer GPU 0 is not accessible, exiting ...",
+            "/sgl-workspace/nvshmem/src/host/init/init.cu:998: non-zero status: 3 building transport map failed",
+            "/sgl-workspace/nvshmem/src/host/transport/transport.cpp:nvshmemi_transport_init:275: "
+            "init failed for transport: IBGDA",
+            "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+            "ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for details)",
+            "RuntimeError: HCCL function error: HcclCommInitRootInfoConfig(numRanks, &rootInfo, rank, config, "
+            "&(comm->hcclComm_)), error code is 7"),
+           fatal_line=True),
+    Family("unsupported", "unsupported kernel or shape",
+           r"no kernel image is available|not supported|Unsupported|unsupported|NotImplementedError"
+           r"|invalid device function|does not support|is not implemented|CUDA error: an illegal"
+           r"|HIP error: invalid|shape mismatch|must be divisible by|is not divisible by",
+           ("RuntimeError: CUDA error: no kernel image is available for execution on the device",
+            "NotImplementedError: FlashAttention backend does not support sliding window on this device",
+            "ValueError: Unsupported head_dim 576 for the triton backend")),
+    Family("model_config", "model configuration",
+           r"config\.json|does not appear to have a file named|Unrecognized model|model_type|architectures?"
+           r"|KeyError: '[\w.]+'|rope_scaling|context_length|trust_remote_code|is not a valid model"
+           r"|quantization config|Tokenizer class",
+           ("OSError: Qwen/Qwen3-99B does not appear to have a file named config.json.",
+            "ValueError: Unrecognized model in /models/x. Should have a `model_type` key in its config.json",
+            "KeyError: 'model.layers.0.mlp.experts.w13_weight'")),
+    Family("import", "import or dependency",
+           r"ImportError|ModuleNotFoundError|undefined symbol|cannot open shared object file"
+           r"|version mismatch|requires .* but you have|No module named",
+           ("ModuleNotFoundError: No module named 'sgl_kernel'",
+            "ImportError: /usr/lib/python3/dist-packages/flashinfer/_kernels.so: undefined symbol: _ZN3c10")),
+    Family("timeout", "timeout or hang",
+           r"(?i)watchdog timeout|timed out|TimeoutError|Timeout|DeadlineExceeded|hang detected|stuck",
+           ("TimeoutError: Scheduler did not respond within 300 seconds",
+            "Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)"),
+           fatal_line=True),
+    Family("killed", "killed from outside",
+           r"status=9/KILL|exit code -9|Exit code: -9|^Killed$|A process of this unit has been killed by the OOM"
+           r"|SIGKILL",
+           ("Main process exited, code=killed, status=9/KILL", "Killed")),
+)
+
+# The signs that follow a failure elsewhere: searched in an error's last line or a shutdown line.
+CONSEQUENCE = (r"^EOFError|Received sigquit from a child|scheduler is dead|^Exit code: |Initialization failed"
+               r"|Server process exited|BrokenPipeError|ConnectionResetError|ConnectionRefusedError: \[Errno 111\]"
+               r"|Child process unexpectedly failed|Rank \d+ scheduler is dead|kill_process_tree|SIGQUIT"
+               r"|^KeyboardInterrupt|detokenizer.*(?:died|dead)|Exception: retry\(\) exceed maximum")
+CONSEQUENCE_EXAMPLES = (
+    "EOFError",
+    "Received sigquit from a child process. It usually means the child failed.",
+    "Rank 0 scheduler is dead. Please check if there are relevant logs.",
+    "Exit code: -9",
+    "Exception: Initialization failed. Please see the error messages above.",
+)
+
+# A library's fatal line outside any traceback: these are read from the lines themselves, since
+# NVSHMEM and NCCL print them with no SGLang prefix and no traceback around them.
+# (NVSHMEM's `init failed for transport: IBGDA` is no such line: it goes on to the next transport.)
+FATAL_LINE = (r"is not accessible, exiting|building transport map failed"
+              r"|Unable to initialize any transports|nvshmem detect topo failed|NCCL WARN .*(?:failed|Error)"
+              r"|HCCL function error|\[(?:ERROR|FATAL)\].*(?:HCCL|hccl|NCCL|nccl|RCCL)"
+              r"|watchdog timeout|Watchdog caught collective operation timeout|^Killed$")
+FATAL_LINE_EXAMPLES = (
+    "/sgl-workspace/nvshmem/src/host/topo/topo.cpp:469: [GPU 1] Peer GPU 0 is not accessible, exiting ...",
+    "/sgl-workspace/nvshmem/src/host/init/init.cu:998: non-zero status: 3 building transport map failed",
+    "[rank3]:[E1203 10:02:11.123456 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective operation "
+    "timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.",
+    "Killed",
+)
+
+# Exit-time lines that show the process ended (a child's semaphore left behind when its parent was killed)
+# though nothing says how.
+EXIT_TRACE = r"resource_tracker: There appear to be \d+ leaked (?:semaphore|shared_memory) objects"
+EXIT_TRACE_EXAMPLES = (
+    "/usr/lib/python3.12/multiprocessing/resource_tracker.py:279: UserWarning: resource_tracker: There appear "
+    "to be 1 leaked semaphore objects to clean up at shutdown",
+)
+
+# A launch that died before it logged its `server_args` dump (an import error, a bad argument or model
+# config read while the arguments are prepared) leaves only a traceback through the launcher's module
+# code that never reached the server's own start (`launch_server(server_args)`, the engine's subprocesses).
+# Such a traceback is a launch of its own.
+LAUNCHER_FRAME = (r'launch_server\.py", line \d+, in <module>|sglang/cli/\w+\.py", line \d+, in'
+                  r'|sglang/__main__\.py", line \d+, in <module>')
+SERVER_STARTED_FRAME = r'line \d+, in (?:launch_server|_launch_subprocesses|launch_engine|run_server|serve)\b|uvicorn'
+LAUNCH_TRACEBACK_EXAMPLE = """Traceback (most recent call last):
+  File "<frozen runpy>", line 198, in _run_module_as_main
+  File "<frozen runpy>", line 88, in _run_code
+  File "/usr/local/lib/python3.12/dist-packages/sglang/launch_server.py", line 7, in <module>
+    from sglang.srt.entrypoints.http_server import launch_server
+ModuleNotFoundError: No module named 'sgl_kernel'"""
+SERVER_TRACEBACK_EXAMPLE = """Traceback (most recent call last):
+  File "/usr/local/lib/python3.12/dist-packages/sglang/launch_server.py", line 32, in <module>
+    launch_server(server_args)
+  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/entrypoints/http_server.py", line 1195, in launch_server
+    tokenizer_manager, template_manager, scheduler_info = _launch_subprocesses(
+Exception: Initialization failed. Please see the error messages above."""
+
+# A traceback of a test harness around the server (unittest's or pytest's verdict on a benchmark's figures)
+# says the test failed, not the server: it is no sign of the server's end.
+HARNESS_FRAME = r'unittest/case\.py", line \d+|_pytest/[\w/]+\.py", line \d+|sglang/test/test_utils\.py", line \d+'
+HARNESS_EXAMPLE = """Traceback (most recent call last):
+  File "/usr/local/python3.11.13/lib/python3.11/unittest/case.py", line 579, in _callTestMethod
+    if method() is not None:
+AssertionError: 1963.81 not greater than or equal to 2078.337634408602"""
