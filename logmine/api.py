@@ -21,6 +21,7 @@ from .query.named_queries import description as query_description
 from .query.named_queries import key_columns
 from .query.named_queries import names as query_names
 from .query.named_queries import summary as query_summary
+from .query.named_queries import view as query_view
 from .query.rows import RowChunks, Rows
 from .query.selection import (
     BAD_ENDS,
@@ -33,7 +34,7 @@ from .query.selection import (
     sole_source_with_runs,
     source_names,
 )
-from .store import DEFAULT_DB, OFFLINE, NotALogmineDatabase, lock_holder, reading
+from .store import DEFAULT_DB, OFFLINE, NotALogmineDatabase, lock_holder, reading, reading_sandboxed
 from .terminal.render import render
 from .terminal.summaries import progress_bar, summary_text
 
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
 __all__ = [  # what this module hands on from the stages; its own functions follow
     "BAD_ENDS", "DEFAULT_DB", "Interrupted", "NotALogmineDatabase", "Report", "RowChunks", "Rows",
     "check_interrupted", "check_selection", "checked_parameters", "ingest", "key_columns", "lock_holder",
-    "parse_offset", "progress_bar", "query_description", "query_names", "query_summary", "render",
+    "parse_offset", "progress_bar", "query_description", "query_names", "query_summary", "query_view", "render",
     "resolve_run", "resolve_session", "resolve_source", "select_run", "sole_source_with_runs", "source_names",
     "summary_text",
 ]
@@ -78,10 +79,17 @@ def open_db(db: str | Path = DEFAULT_DB) -> AbstractContextManager[duckdb.DuckDB
     return reading(db)
 
 
+def open_sandboxed(db: str | Path = DEFAULT_DB) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
+    """A read-only connection that reaches no file but the database (`store.reading_sandboxed`), for a `with`
+    block: for SQL someone else wrote, as `logmine sql` and the MCP server run it."""
+    return reading_sandboxed(db)
+
+
 @contextmanager
 def open_data(folder: str | Path) -> Iterator[duckdb.DuckDBPyConnection]:
     """A connection to a folder written by `export_parquet`: the same tables and views as the database it
-    came from (views over its Parquet files), so every named query runs on it unchanged."""
+    came from (views over its Parquet files, the views made from logmine's own SQL, never the folder's), so
+    every named query runs on it unchanged; it reads no file outside the folder."""
     from .fleet.parquet import open_folder
 
     con = open_folder(folder)
@@ -170,11 +178,17 @@ def report(con: duckdb.DuckDBPyConnection, fmt: str = "html", runs: list[int] | 
     # The source, runs and session must exist, named as for any query (a source by a unique path suffix);
     # run ordinals without a source are refused where several sources have runs, as `diff` refuses them.
     selected = check_selection(con, source=source, session=session)
-    if runs and selected["source"] is None:
-        selected["source"] = sole_source_with_runs(con, str(runs[0]), hint="give --source too")
     for run_ in runs or []:
-        check_selection(con, source=selected["source"], run=run_)
+        selected["source"] = check_selection(con, source=selected["source"], run=run_)["source"]
     return render_report(con, fmt=fmt, runs=runs, source=selected["source"], session=session)
+
+
+def summary(con: duckdb.DuckDBPyConnection, source: str | None = None) -> list[str]:
+    """The report's summary as sentences (without their citations): how many starts, how each ended,
+    what each configuration change did, the last KV pool, the agent's figures checked."""
+    from .report import summary_sentences  # here, not at the top: it loads matplotlib and Jinja2
+
+    return summary_sentences(con, source=check_selection(con, source=source)["source"])
 
 
 def runs(con: duckdb.DuckDBPyConnection, source: str | None = None) -> pd.DataFrame:
@@ -206,25 +220,9 @@ def run_config(con: duckdb.DuckDBPyConnection, ref: str) -> dict:
     return found.iloc[0, 0]
 
 
-def check_figures(con: duckdb.DuckDBPyConnection, text: str, run: str | int | None = None,
-                  source: str | None = None) -> list[dict]:
-    """The figures of a draft text (bytes, seconds, tokens), each with the verdict the claim checker gives
-    a stored message's: `consistent`, `inconsistent` or `unverifiable`, how it was reached (`derivation`),
-    the measured figure and its file:line. Judged against the run `run` names (as `select_run` reads it)
-    when given, else against the latest run (and the runs before it, for what the text looks back on)."""
-    from .knowledge import rebuild
-
-    which = None
-    if run is not None:
-        display, ordinal = select_run(con, run, source)
-        source_id = named_queries.fetch(con, "SELECT source_id FROM sources WHERE display = $d", d=display).rows
-        which = (source_id[0][0], ordinal)
-    return rebuild.check_text(con, text, run=which)
-
-
-def unparsed(con: duckdb.DuckDBPyConnection, limit: int = 50) -> pd.DataFrame:
-    """Untyped lines grouped by template, most frequent first."""
-    return named_queries.execute(con, "unparsed", limit=limit)
+def unparsed(con: duckdb.DuckDBPyConnection, limit: int = 50, source: str | None = None) -> pd.DataFrame:
+    """Untyped lines grouped by template, most frequent first (of one source when `source` names one)."""
+    return query(con, "unparsed", limit=limit, source=source)
 
 
 def prepare_ingest(paths: list[str], db: str | Path, jobs: int | None, spark: bool = False) -> None:
@@ -326,3 +324,94 @@ def _plan_run(con: duckdb.DuckDBPyConnection, run: str | int | None, source: str
     if not found:
         raise LookupError("no run allocated a KV pool" + (f" in {source_names(con)[display]}" if display else ""))
     return found[0][0], found[0][1]
+# What an agent asks over MCP (`logmine.mcp`), as functions a notebook can call too.
+
+def run_summary(con: duckdb.DuckDBPyConnection, run: str | int | None = None,
+                source: str | None = None) -> dict[str, object]:
+    """One run in full: its `runs` row, where its start-up time went (`load-time`), its memory budget per
+    rank and in all (`memory-budget`), every sign of how it ended (`ends`) and one sentence saying why it
+    ended, with the lines it rests on (`ended`, as the report says it). `run` and `source` as for
+    `select_run` (without `run`: the last run that ended badly, else the last)."""
+    display, ordinal = select_run(con, run, source)
+    picked = {"source": display, "run": ordinal}
+    return {"source": source_names(con)[display], "run": ordinal,
+            "summary": query_rows(con, "runs", **picked), "load_time": query_rows(con, "load-time", **picked),
+            "memory_budget": query_rows(con, "memory-budget", **picked), "ends": query_rows(con, "ends", **picked),
+            "ended": end_story(con, display, ordinal)}
+
+
+def end_story(con: duckdb.DuckDBPyConnection, source: str, run: int) -> dict[str, object]:
+    """Why a run ended, in the report's words (`sentence`), with the log lines and agent messages it rests
+    on (`evidence`: `ref` as `file:line` or `session/message N`, and the line itself)."""
+    from .report.data import gather  # matplotlib and Jinja2 come with the report
+    from .report.ends import end_story as story
+
+    data = gather(con, runs=[run], source=source)
+    row = data["runs"].iloc[0]
+    told = story(data, row)
+    return {"sentence": f"Run {run} of {data.source_name(source)} {told.words}.",
+            "evidence": [{"ref": c.ref, "text": c.text} for c in told.cites]}
+
+
+def what_changed(con: duckdb.DuckDBPyConnection, from_run: str | int, to_run: str | int) -> dict[str, object]:
+    """What changed between two runs (`SOURCE:ORDINAL`, or `ORDINAL` when one source has runs): every server
+    arg that differs, the agent messages that wrote the configuration the later run started with (`links`),
+    and both runs' `runs` rows side by side, for the effect."""
+    (source_a, run_a), (source_b, run_b) = resolve_run(con, str(from_run)), resolve_run(con, str(to_run))
+    changes = diff(con, str(from_run), str(to_run))
+    names = source_names(con)
+    runs_ = [query_rows(con, "runs", source=s, run=r) for s, r in ((source_a, run_a), (source_b, run_b))]
+    links = query_rows(con, "links", source=source_b)
+    at = links.columns.index("run")
+    return {"from": f"{names[source_a]}:{run_a}", "to": f"{names[source_b]}:{run_b}",
+            "changes": Rows(["key", "old", "new"], [tuple(r) for r in changes.itertuples(index=False)]),
+            "changed_by": Rows(links.columns, [r for r in links.rows if r[at] == run_b]),
+            "runs": Rows(runs_[0].columns, runs_[0].rows + runs_[1].rows)}
+
+
+def errors(con: duckdb.DuckDBPyConnection, run: int | None = None, source: str | None = None) -> dict[str, Rows]:
+    """The errors of a run (or of every run): each traceback or abort (`errors`), and every sign of a bad
+    end with its evidence line and the agent command that stopped the run, if one did (`ends`)."""
+    return {"errors": query_rows(con, "errors", run=run, source=source),
+            "ends": query_rows(con, "ends", run=run, source=source)}
+
+
+def tail(con: duckdb.DuckDBPyConnection, source: str | None = None, n: int = 20) -> Rows:
+    """The last `n` typed events of a log source (of every source when None), oldest first: line number,
+    time, rank, event kind and the message."""
+    source = resolve_source(con, source) if source is not None else None
+    return named_queries.fetch(con, """
+        SELECT * FROM (
+            SELECT s.display AS source, l.line_no, l.ts, concat_ws(' ', 'DP' || l.dp, 'PP' || l.pp, 'TP' || l.tp,
+                   'EP' || l.ep) AS rank, l.kind, l.message
+            FROM lines AS l JOIN sources AS s USING (source_id)
+            WHERE l.kind IS NOT NULL AND ($source IS NULL OR s.display = $source)
+            ORDER BY l.ts DESC NULLS LAST, l.source_id DESC, l.line_no DESC LIMIT $n)
+        ORDER BY ts NULLS FIRST, source, line_no""", source=source, n=max(int(n), 0))
+
+
+def check_figures(con: duckdb.DuckDBPyConnection, text: str, run: str | int | None = None,
+                  source: str | None = None) -> list[dict]:
+    """Every byte, second and token figure of a draft, checked against what the logs measured as the `claims`
+    of a session are: its verdict (consistent, inconsistent, unverifiable) and how it was reached
+    (`derivation`), the measured figure and its `file:line` (the file named as `logmine runs` names it),
+    and the cause (GiB written as GB, wrong arithmetic). Judged against the run `run` names (as `select_run`
+    reads it) when given, else against the latest run (and the runs before it, for what the text looks back
+    on). Nothing is stored."""
+    from .knowledge import rebuild
+
+    which = None
+    if run is not None:
+        display, ordinal = select_run(con, run, source)
+        (source_id,), = named_queries.fetch(con, "SELECT source_id FROM sources WHERE display = $d", d=display).rows
+        which = (source_id, ordinal)
+    displays = {source_id: display for display, source_id in
+                named_queries.fetch(con, "SELECT display, source_id FROM sources").rows}
+    names = source_names(con)
+    found = rebuild.check_text(con, text, run=which)
+    for figure in found:
+        figure["source"] = names.get(displays.get(figure.pop("source_id")))
+        if figure["measured_source"]:
+            where, _, line = figure["measured_source"].rpartition(":")
+            figure["measured_source"] = f"{names.get(where, where)}:{line}"
+    return found

@@ -20,6 +20,8 @@ from . import api
 from .terminal.pager import emit, emit_pieces
 from .terminal.render import FORMATS as OUTPUT_FORMATS
 from .terminal.render import TABLE_MAX_ROWS, clip, render, render_pieces, select_chunks, visible
+from .terminal.suggestions import nearest
+from .terminal.table_view import TableView
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -48,20 +50,49 @@ def output_options(command: Callable) -> Callable:
 
 
 def show(data: api.Rows | api.RowChunks | pd.DataFrame, fmt: str, columns: str | None, no_pager: bool,
-         key_columns: Sequence[str] = ()) -> None:
-    """Print a result: a table fitted to the terminal, or every row in `fmt`, written as it is read when
-    the result comes in chunks."""
+         key_columns: Sequence[str] = (), view: TableView | None = None) -> None:
+    """Print a result: a table fitted to the terminal (shaped by the query's `view`), or every row in
+    `fmt`, written as it is read when the result comes in chunks."""
     picked = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
     if isinstance(data, api.RowChunks):
         emit_pieces(render_pieces(select_chunks(data, picked) if picked else data, fmt))
         return
-    emit(render(data, fmt, columns=picked, key_columns=key_columns), pager=fmt == "table" and not no_pager)
+    emit(render(data, fmt, columns=picked, key_columns=key_columns, view=view), pager=fmt == "table" and not no_pager)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class Commands(click.Group):
+    """The commands, where a mistyped one is answered with the nearest (`did you mean runs?`) and a query's
+    name with the command that runs it (`logmine errors` -> `logmine query errors`)."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple:
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            queries = api.query_names()
+            if name in queries:
+                fail(f"no command {name!r}; the query is run by `logmine query {name}`")
+            near = [f"`logmine {c}`" for c in nearest(name, sorted(self.commands))]
+            near += [f"`logmine query {q}`" for q in nearest(name, queries)]
+            fail(f"no command {name!r}; " + (f"did you mean {' or '.join(near[:3])}?" if near else
+                                              "`logmine --help` lists the commands"))
+        return super().resolve_command(ctx, args)
+
+
+@click.group(cls=Commands, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--db", default=None, help=f"With no command: the summary of this database (default {api.DEFAULT_DB}).")
 @click.version_option(package_name="logmine")
-def main() -> None:
-    """Typed events from SGLang journals and coding-agent transcripts, in DuckDB."""
+@click.pass_context
+def main(ctx: click.Context, db: str | None) -> None:
+    """Typed events from SGLang journals and coding-agent transcripts, in DuckDB.
+
+    With no command, the story of the database (`logmine summary`) when there is one, else this help."""
+    if ctx.invoked_subcommand is not None:
+        if db is not None:  # `logmine --db FILE runs` means that database, as `logmine runs --db FILE` does
+            ctx.default_map = {name: {"db": db} for name in ctx.command.commands} | (ctx.default_map or {})
+        return
+    if db is None and not Path(api.DEFAULT_DB).exists():
+        click.echo(ctx.get_help())
+        return
+    ctx.invoke(summary, db=db or api.DEFAULT_DB)
 
 
 @main.command(short_help="Store SGLang logs and agent transcripts in the database.")
@@ -132,12 +163,13 @@ def spark_ingest_command(paths: list[str], out: str | None, master: str, envelop
 @main.command(short_help="Lines logmine could not type, grouped by template.")
 @DB_OPTION
 @click.option("--limit", default=50, show_default=True, help="How many templates to show.")
+@click.option("--source", default=None, help="Only this source (path, or any suffix of it that names one).")
 @output_options
-def unparsed(db: str, limit: int, fmt: str, columns: str | None, no_pager: bool) -> None:
+def unparsed(db: str, limit: int, source: str | None, fmt: str, columns: str | None, no_pager: bool) -> None:
     """Lines logmine could not type, grouped by template, most frequent first."""
     with api.open_db(db) as con:
-        rows = api.query_rows(con, "unparsed", limit=limit)
-    show(rows, fmt, columns, no_pager, api.key_columns("unparsed"))
+        rows = api.query_rows(con, "unparsed", limit=limit, source=source)
+    show(rows, fmt, columns, no_pager, view=api.query_view("unparsed"))
 
 
 @main.command(short_help="Server runs: start, ready, end and why, load, memory.")
@@ -148,6 +180,21 @@ def unparsed(db: str, limit: int, fmt: str, columns: str | None, no_pager: bool)
 def runs(db: str, run_: int | None, source: str | None, fmt: str, columns: str | None, no_pager: bool) -> None:
     """Server runs: start, ready, end and why, load time, KV pool, traffic."""
     query_command(db, "runs", fmt, columns, no_pager, run=run_, source=source)
+
+
+@main.command(short_help="The story in one screen: the report's summary and the runs.")
+@DB_OPTION
+@click.option("--source", default=None, help="Only this source (path, or any suffix of it that names one).")
+@click.option("--no-pager", is_flag=True, help="Print long output directly, not through less.")
+def summary(db: str, source: str | None = None, no_pager: bool = False) -> None:
+    """The report's summary (`logmine report` gives the evidence of each sentence), then the runs."""
+    width = min(shutil.get_terminal_size().columns, 120) if sys.stdout.isatty() else 100
+    with api.open_db(db) as con:
+        sentences = api.summary(con, source=source)
+        rows = api.query_rows(con, "runs", at_most=TABLE_MAX_ROWS, source=source)
+    story = "\n\n".join(textwrap.fill(s, width=width) for s in sentences) or "No server runs in the database."
+    table = render(rows, "table", view=api.query_view("runs"))
+    emit(f"{story}\n\n{table}", pager=not no_pager)
 
 
 class QueryCommand(click.Command):
@@ -184,24 +231,24 @@ def query(name: str | None, db: str, run_: int | None, source: str | None, sessi
     if engine == "spark":
         if not data:
             fail("--engine spark reads a Parquet folder: give --data FOLDER (`logmine export --parquet` writes one)")
-        keys = api.key_columns(name)
+        view = api.query_view(name)
         try:
             rows = api.spark_query_rows(master, data, name, run=run_, source=source, session=session)
         except (api.Untranslatable, api.SparkUnavailable) as exc:
             fail(str(exc))
-        show(rows, fmt, columns, no_pager, keys)
+        show(rows, fmt, columns, no_pager, view=view)
         return
     query_command(db, name, fmt, columns, no_pager, data=data, run=run_, source=source, session=session)
 
 
 def query_command(db: str, name: str, fmt: str, columns: str | None, no_pager: bool, data: str | None = None,
                   **params: object) -> None:
-    keys = api.key_columns(name)  # first, so that an unknown name fails before the database opens
+    view = api.query_view(name)  # first, so that an unknown name fails before the database opens
     with api.open_data(data) if data else api.open_db(db) as con:
         if fmt == "table":
-            show(api.query_rows(con, name, at_most=TABLE_MAX_ROWS, **params), fmt, columns, no_pager, keys)
+            show(api.query_rows(con, name, at_most=TABLE_MAX_ROWS, **params), fmt, columns, no_pager, view=view)
         else:  # written as it is read, while the database is open
-            show(api.query_chunks(con, name, **params), fmt, columns, no_pager, keys)
+            show(api.query_chunks(con, name, **params), fmt, columns, no_pager, view=view)
 
 
 @main.command(short_help="The database as Parquet files for DuckDB, Spark, Trino.")
@@ -235,10 +282,11 @@ def tables(db: str, fmt: str, columns: str | None, no_pager: bool) -> None:
 @DB_OPTION
 @output_options
 def sql(statement: str, db: str, fmt: str, columns: str | None, no_pager: bool) -> None:
-    """Run any SQL over the logmine tables (`logmine tables` lists them)."""
+    """Run any SQL over the logmine tables (`logmine tables` lists them): read-only, and no file but the
+    database can be read or written (`COPY ... TO`, `read_csv`, `ATTACH` and extensions are refused)."""
     if not statement.strip():
         fail("no SQL statement given (`logmine tables` lists what there is to query)")
-    with api.open_db(db) as con:
+    with api.open_sandboxed(db) as con:
         if fmt == "table":
             show(api.sql_rows(con, statement, at_most=TABLE_MAX_ROWS), fmt, columns, no_pager)
         else:
@@ -265,20 +313,60 @@ def diff(run_a: str, run_b: str, db: str, fmt: str, columns: str | None, no_page
 @click.option("--source", default=None, help="The source whose run the postmortem notebook shows (path, or any "
               "suffix of it that names one).")
 @click.option("--browser/--no-browser", default=False, show_default=True, help="Open the lab in a web browser.")
-def lab(db: str, port: int | None, run_: str | None, source: str | None, browser: bool) -> None:
+@click.option("--ip", default="127.0.0.1", show_default=True,
+              help="Address to listen on (0.0.0.0: every one); the token is always required.")
+def lab(db: str, port: int | None, run_: str | None, source: str | None, browser: bool, ip: str) -> None:
     """Open the database in JupyterLab, on copies of the bundled notebooks (explore, postmortem) kept in
     a folder beside it (DB stem + -notebooks), made the first time and never overwritten."""
     try:
-        server = api.start_lab(db, port=port, run=run_, source=source, open_browser=browser)
+        server = api.start_lab(db, port=port, run=run_, source=source, open_browser=browser, ip=ip)
     except api.LabError as exc:
         fail(str(exc))
     click.echo(f"JupyterLab on {server.url}\n  notebooks in {server.root} (your copies), database {db} "
                f"(${api.LAB_DB_ENV} in the notebooks)\n  Ctrl-C stops it")
+    hint = server.ssh_hint()
+    if hint:
+        click.echo(f"  {hint}")
     code = server.serve()
     if code is None:
         click.echo("JupyterLab stopped")
     elif code:
         fail(f"JupyterLab exited (code {code})")
+
+
+MCP_TOKEN_ENV = "LOGMINE_MCP_TOKEN"
+
+
+@main.command(short_help="Serve the database to coding agents over MCP (stdio or HTTP).")
+@DB_OPTION
+@click.option("--http", "http_port", type=click.IntRange(1, 65535), default=None, metavar="PORT",
+              help=f"Serve streamable HTTP on http://127.0.0.1:PORT/mcp instead of stdio; clients must send "
+                   f"`Authorization: Bearer TOKEN`, TOKEN from ${MCP_TOKEN_ENV} (else made up and printed on stderr).")
+def mcp(db: str, http_port: int | None) -> None:
+    """Serve the database to coding agents over the Model Context Protocol: tools (runs, run_summary, query,
+    sql, check_figures, what_changed, errors, tail) and resources (the report, the tables), each call on a
+    read-only connection that reaches no other file."""
+    import os
+    import secrets
+
+    token = os.environ.get(MCP_TOKEN_ENV)
+    made_up = http_port is not None and not token
+    token = secrets.token_urlsafe(32) if made_up else token
+
+    def announce(url: str) -> None:  # once the database and the port are known to be good
+        if made_up:
+            click.echo(f"logmine mcp: {url}, send `Authorization: Bearer {token}` (set ${MCP_TOKEN_ENV} to choose "
+                       "the token)", err=True)
+
+    try:
+        from .mcp.server import serve  # the SDK loads with it
+    except ImportError as exc:
+        fail(f"the MCP server needs the mcp package ({exc.name} is missing): pip install 'logmine[mcp]'")
+    try:
+        serve(db, http_port=http_port, token=token, announce=announce)
+    except OSError as exc:
+        why = os.strerror(exc.errno) if exc.errno else str(exc)
+        fail(f"127.0.0.1:{http_port}: cannot serve ({why})" if http_port and exc.errno else str(exc))
 
 
 @main.command(short_help="Write a postmortem that cites a log line for each figure.")

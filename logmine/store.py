@@ -74,6 +74,27 @@ def reading(db: str | Path = DEFAULT_DB) -> Iterator[duckdb.DuckDBPyConnection]:
         con.close()
 
 
+@contextmanager
+def reading_sandboxed(db: str | Path = DEFAULT_DB) -> Iterator[duckdb.DuckDBPyConnection]:
+    """`reading`, on a connection that can read nothing but the database: what runs SQL someone else wrote
+    (`logmine sql`, the MCP server's tools). `COPY ... TO`, `read_csv` of a path, `ATTACH`, `INSTALL` and
+    `LOAD` fail with DuckDB's one-line permission error."""
+    with reading(db) as con:
+        sandbox(con)
+        yield con
+
+
+def sandbox(con: duckdb.DuckDBPyConnection, allowed_directories: Iterable[str | Path] = ()) -> None:
+    """Turn off every file and network access of `con` but the files already attached (and the folders
+    `allowed_directories`), then lock its configuration so that the SQL it runs cannot turn them on again
+    (nor change any other setting). Set after the database is attached: before, it could not open it."""
+    allowed = [str(Path(d).resolve()) + "/" for d in allowed_directories]
+    if allowed:
+        execute(con, "SET allowed_directories = ?", [allowed])
+    execute(con, "SET enable_external_access = false")
+    execute(con, "SET lock_configuration = true")
+
+
 def _check_file(path: Path, read_only: bool) -> None:
     """Refuse, before DuckDB opens it, what it would fail on badly: a missing database to read, a FIFO (it
     would wait for a writer for ever) or another non-file, and a SQLite file (it would fetch an extension)."""

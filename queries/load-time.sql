@@ -8,7 +8,11 @@
 -- startup last: the one the whole server waited for (empty for a run that never became ready). `phase_order` lists the rank's phases (by column name)
 -- in the order the log shows them begin, for charts. `failed_phase` is the phase a run that never became
 -- ready died in (`weights`, `KV pool`, `CUDA graphs at bs 8`, ...; see `runs.failed_phase`).
--- Columns: source, run, rank, weights_s, cuda_graph_s, total_s, slowest
+-- Columns: source, run, rank, to_init_s as to init, init_s as init, weights_s as weights, kv_pool_s as KV pool,
+--     host_cache_s as host cache, cuda_graph_s as graphs, draft_weights_s as draft weights,
+--     draft_graph_s as draft graphs, warmup_s as warmup, total_s as total, slowest, failed_phase as failed in
+-- Once: source, run
+-- Ranks: rank
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
 WITH selected AS (
     SELECT r.*, s.display AS source FROM runs AS r JOIN sources AS s USING (source_id)

@@ -13,7 +13,10 @@
 -- The 'all ranks' row sums what adds up across ranks (GiB and GB on each rank's device or host);
 -- per-rank invariants are not summed: `kv_tokens` is left empty (every rank's pool holds its own
 -- share of the same tokens) and `mem_fraction_static` and `host_free_gb` are the ranks' common value.
--- Columns: source, run, rank, weights_gib, kv_gib, kv_formula_gib, kv_gap_gib, kv_gap_cause
+-- Columns: source, run, rank, weights_gib as weights GiB, kv_tokens as KV tokens, kv_gib as KV GiB,
+--     host_cache_gb as host GB, kv_formula_gib as KV formula GiB, kv_gap_gib as gap GiB, kv_gap_cause as gap cause
+-- Once: source, run
+-- Ranks: rank
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
 WITH selected AS (
     SELECT r.*, s.display AS source,

@@ -10,12 +10,15 @@
 -- exception's last line or a library's fatal line), at `cause_line`, in `cause_family`
 -- (parsers/failure_families.py); `consequences` counts the signs that followed it (a controller's
 -- EOFError, a SIGQUIT from a child, other ranks' tracebacks). `failed_phase` is the start-up phase a run
--- that never became ready died in (`weights`, `KV pool`, `CUDA graphs at bs 8`, `HiCache host pool`, ...). `weights_*` and `kv_*` are the target model's; the draft model (speculative
--- decoding) is the rank's second weight load. Memory in GiB (SGLang prints "GB" for GiB on the
+-- that never became ready died in (`weights`, `KV pool`, `CUDA graphs at bs 8`, `HiCache host pool`,
+-- ...). `weights_*` and `kv_*` are the target model's; the draft model (speculative decoding) is the
+-- rank's second weight load. Memory in GiB (SGLang prints "GB" for GiB on the
 -- device); HiCache host memory in decimal GB as SGLang prints it. `untimed_markers` counts the
 -- run's start, stop and exit lines with no time of their own (`journalctl -o cat` drops systemd's):
 -- where it is not 0, a start or end that only such a line shows is missing.
--- Columns: source, ordinal, end_reason, end_detail
+-- Columns: source, ordinal as run, started_at as started, load_seconds as ready after s, kv_tokens as KV tokens,
+--     kv_gib_per_rank as KV GiB, host_cache_gb_per_rank as host GB, end_reason as end, end_detail as why
+-- Once: source
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
 WITH selected_runs AS (
     SELECT r.*, s.display AS source

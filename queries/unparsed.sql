@@ -6,12 +6,13 @@
 -- mined at each ingest and keep their id across ingests. Each row shows the first example and
 -- where it is (source and line number), so a new SGLang message can be turned into a pattern.
 -- Columns: count, variants, template, source, line
--- Parameters: $limit (rows to return).
+-- Parameters: $source (display name or path, NULL for all), $limit (rows to return).
 WITH untyped AS (
     SELECT l.source_id, l.line_no, l.message, k.key, k.template_id
     FROM lines AS l
     JOIN untyped_keys AS k ON k.key = untyped_key(l.message)
-    WHERE l.kind IS NULL
+    JOIN sources AS chosen_sources USING (source_id)
+    WHERE l.kind IS NULL AND chosen_source(chosen_sources.display, chosen_sources.path, $source)
 )
 SELECT
     t.template,

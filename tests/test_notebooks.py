@@ -30,6 +30,8 @@ print(json.dumps({
     "legend_over_a_bar": any(legend_box.overlaps(bar.get_window_extent(renderer)) for bar in phases_ax.patches),
     "decode_minutes": {line.get_label(): [float(min(line.get_xdata())), float(max(line.get_xdata()))]
                        for line in decode_ax.get_lines()},
+    "unfinished": [[patch.get_y() + patch.get_height() / 2, patch.get_x() + patch.get_width()]
+                   for patch in phases_ax.patches if patch.get_hatch() == "//"],
     "sql_rows": next(v for v in Out.values() if isinstance(v, pd.DataFrame) and "decode_lines" in v).values.tolist(),
 }, default=int))
 """
@@ -84,6 +86,8 @@ def test_explore_notebook(demo_db: Path, monkeypatch: pytest.MonkeyPatch, tmp_pa
     assert "<image/png>" in out["serving"] and "648" in out["serving"]
     assert charts["phase_labels"] == ["journal.txt run 1", "journal.txt run 2", "journal.txt run 3"]
     assert not charts["legend_over_a_bar"]
+    # Run 2 failed while starting: its bar goes on, unfinished, to where it stopped (10:33:42 to 10:35:02).
+    assert charts["unfinished"] == [[1.0, 80.0]]
     # Minutes since each run's start: run 1 decoded from 2.3 to 27.75 min after its start, run 3 from 2.6.
     assert charts["decode_minutes"] == {"journal.txt run 1": [2.3, 27.75],
                                         "journal.txt run 3": [2.6, pytest.approx(9.6167, abs=1e-3)]}
@@ -111,6 +115,8 @@ def test_explore_legend_beside_the_longest_start(monkeypatch: pytest.MonkeyPatch
     charts = json.loads(execute("explore", db, monkeypatch, tmp_path, probe=EXPLORE_PROBE)["probe"])
     assert charts["phase_labels"] == ["journal.txt run 1", "journal.txt run 2", "journal.txt run 3"]
     assert not charts["legend_over_a_bar"]
+    # Run 2 never became ready: its bar goes on, unfinished, to where it stopped (23:31:07 to 23:33:41).
+    assert charts["unfinished"] == [[1.0, 154.0]]
 
 
 def test_postmortem_notebook_looks_at_the_run_that_failed(demo_db: Path, monkeypatch: pytest.MonkeyPatch,
@@ -175,6 +181,9 @@ def test_postmortem_among_sources_months_apart(tmp_path: Path, monkeypatch: pyte
     assert "torch.OutOfMemoryError" in out["why-it-ended"]
     kimi = execute("postmortem", db, monkeypatch, tmp_path / "kimi", source=str(SAMPLE / "journal.txt"), run="3")
     assert kimi["setup"] == "**Run 3** of `kimi-k25/journal.txt`: started 2026-03-01 23:33:42, **running**"
+    # Config values as the log wrote them: a ratio of 4.0 and a seed of ten digits, not 4.000000e+00.
+    assert re.search(r"hicache_ratio\s+2\.0\s+4\.0\n", kimi["config-changes"]), kimi["config-changes"]
+    assert "e+0" not in kimi["config-changes"]
 
 
 def test_postmortem_refuses_a_bare_ordinal_of_several_sources(two_journals_db: Path,

@@ -216,7 +216,8 @@ def test_cli_writes_by_suffix_and_to_stdout(tmp_path: Path, ingested: Callable[.
     done = runner.invoke(main, ["report", "--db", str(db), "--run", "3", "-o", str(tmp_path / "r.md")])
     assert done.exit_code == 0, done.output
     text = (tmp_path / "r.md").read_text()
-    assert text.startswith("# Postmortem: journal.txt") and "1 run," in text and "Run 3 was ready after 115 s" in text
+    assert text.startswith("# Postmortem: qwen3-32b on gpu-box, 2026-03-12\n") and "1 run of journal.txt," in text
+    assert "Run 3 was ready after 115 s" in text
     done = runner.invoke(main, ["report", "--db", str(db), "-o", "-", "--format", "html"])
     assert done.exit_code == 0 and done.output.startswith("<!DOCTYPE html>")
     done = runner.invoke(main, ["report", "--db", str(db), "-o", str(tmp_path / "r.pdf")])
@@ -275,7 +276,8 @@ def two_journals(two_journals_db: Path) -> str:
 
 def test_a_report_of_two_journals_describes_each_server_apart(two_journals: str) -> None:
     md = two_journals
-    assert md.startswith("# Postmortem: gpu-a/journal.txt, gpu-b/journal.txt\n")
+    assert md.startswith("# Postmortem: qwen3-32b, qwen3-8b on gpu-box, 2026-03-12\n\n"
+                         "_5 runs of gpu-a/journal.txt, gpu-b/journal.txt, ")
     summary = section(md, "Summary").strip().split("\n\n")
     openers = [i for i, sentence in enumerate(summary) if " server starts of " in sentence]
     assert [summary[i] for i in openers] == [
@@ -308,8 +310,10 @@ def test_a_run_that_never_became_ready_stops_at_a_phase_of_its_own_server(two_jo
     never had one, so the phase is read from run 2's lines, not guessed from its siblings)."""
     timeline = timeline_phases(two_journals)
     died = "failed here (HiCache host pool)"
-    assert timeline["HiCache host pool"] == ["", died, "34 s [`gpu-a/journal.txt:995`]", "", died]
-    assert timeline["warmup"][3:] == ["1 s [`gpu-b/journal.txt:34`]", ""]
+    # Each source's table names its file once and cites lines.
+    assert timeline["HiCache host pool"] == ["", died, "34 s [`:995`]", "", died]
+    assert timeline["warmup"][3:] == ["1 s [`:34`]", ""]
+    assert "_Cited lines: gpu-a/journal.txt_" in two_journals and "_Cited lines: gpu-b/journal.txt_" in two_journals
 
 
 def test_every_citation_of_two_journals_names_its_own_file(two_journals_db: Path, two_journals: str) -> None:
@@ -326,7 +330,7 @@ def test_every_citation_of_two_journals_names_its_own_file(two_journals_db: Path
 def test_a_report_of_one_journal_of_two_names_the_file_but_not_each_run(two_journals_db: Path) -> None:
     with api.open_db(two_journals_db) as con:
         md = api.report(con, fmt="markdown", source="gpu-b/journal.txt")
-    assert md.startswith("# Postmortem: gpu-b/journal.txt\n")
+    assert md.startswith("# Postmortem: qwen3-8b on gpu-box, 2026-03-12\n\n_2 runs of gpu-b/journal.txt, ")
     assert "2 server starts of qwen3-8b (2 ranks) in gpu-b/journal.txt" in md
     assert "\n\nRun 2 never became ready: it failed while allocating the HiCache host pool" in md
     assert set(CITED_LINE.findall(md)) == {"gpu-b/journal.txt"}  # the database still holds gpu-a's journal.txt
@@ -352,7 +356,7 @@ def test_the_demo_and_the_kimi_sample_in_one_report(demo_and_kimi: Callable[[], 
     assert "The last configuration's KV pool holds 159,277 tokens (10.42 GiB) on each of its 8 ranks." in summary
     timeline = timeline_phases(md)
     assert timeline["draft model"][:3] == ["", "", ""]  # only Kimi has one: the demo's failed run 2 never began it
-    assert timeline["weights"][3] == "427 s [`kimi-k25/journal.txt:130`]"
+    assert timeline["weights"][3] == "427 s [`:130`]" and "_Cited lines: kimi-k25/journal.txt_" in md
     claims = table_rows(section(md, "The agent").split("### The agent's claims, checked against the logs")[1])
     assert [row[5] for row in claims if row[0] == "inconsistent"] == [
         "kimi-k25/journal.txt:1517", "kimi-k25/journal.txt:1505"]  # where each figure was measured
@@ -372,7 +376,8 @@ def test_a_log_cut_off_while_the_server_loads_says_how_far_it_got(tmp_path: Path
     api.ingest([str(tmp_path / "cut.log")], db=tmp_path / "cut.duckdb")
     with api.open_db(tmp_path / "cut.duckdb") as con:
         markdown = api.report(con, fmt="markdown").replace("\\", "")
-    assert "_1 run, 2026-08-01 21:40:26 – 2026-08-01 21:51:16." in markdown
+    assert markdown.startswith("# Postmortem: laguna, 2026-08-01\n\n_1 run of cut.log, 2026-08-01 21:40:26 – "
+                               "2026-08-01 21:51:16.")
     assert "1 server start of m/laguna (1 rank) in cut.log, from 2026-08-01 21:40:26 to 2026-08-01 21:51:16" in markdown
     assert "Run 1 never became ready: it was still capturing CUDA graphs when the log ends." in markdown
     assert "The last configuration's KV pool holds 32,997 tokens (5.14 GiB) on its rank." in markdown
@@ -497,4 +502,5 @@ def test_a_run_of_a_report_is_refused_when_several_sources_have_one(two_journals
                                               r"gpu-b/journal.txt\); give --source too"):
             api.report(con, fmt="markdown", runs=[2])
         named = api.report(con, fmt="markdown", runs=[2], source="gpu-b/journal.txt")
-        assert named.startswith("# Postmortem: gpu-b/journal.txt\n\n_1 run, 2026-03-12 10:33:42 –")
+        assert named.startswith("# Postmortem: qwen3-8b on gpu-box, 2026-03-12\n\n_1 run of gpu-b/journal.txt, "
+                                "2026-03-12 10:33:42 –")

@@ -10,15 +10,20 @@ A table with a time but no log line (sessions, messages, tool calls, agent comma
 claims, ...) is small and has one folder of plain files. A missing host or day is written as
 `__HIVE_DEFAULT_PARTITION__`, which DuckDB, Spark and Trino all read back as NULL.
 
-`OUT/_logmine.json` keeps each table's columns with their DuckDB types and the SQL of the database's
-views and macros (the `<table>_by_run` views, `untyped_key`, `chosen`), so `open_folder` gives back the same
-tables and views and the named queries run on it unchanged. A partition column that is not a column
-of the table (`host` of an event table, `day`) is not part of what `open_folder` shows.
+`OUT/_logmine.json` keeps each table's columns with their DuckDB types and, for other tools, the SQL of
+the database's views and macros. A folder is data, never code: `open_folder` reads the manifest's table
+and column names only as names (`[a-z0-9_]`), its types only as types (parsed by DuckDB as a type, never
+pasted into SQL as written), never runs its SQL, and makes the views and macros (the `<table>_by_run`
+views, `untyped_key`, `chosen`) from logmine's own `queries/views/`, as after an ingest, so the named
+queries run on it unchanged; the connection it gives reads no file outside the folder. A partition
+column that is not a column of the table (`host` of an event table, `day`) is not part of what
+`open_folder` shows.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -158,37 +163,60 @@ def read_manifest(folder: str | Path) -> dict:
     return manifest
 
 
+NAME = re.compile(r"[a-z][a-z0-9_]*")  # a table or column name of logmine's: nothing to quote
+
+
 def open_folder(folder: str | Path) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB whose tables are views over the Parquet files of `folder`, with the same
-    columns and types as the database they were exported from, and the same views on top."""
-    from ..store import connect, execute
+    columns and types as the database they were exported from, the views of logmine's own `queries/views/`
+    on top, and no access to any file outside `folder` (`store.sandbox`)."""
+    from ..derive.line_templates import UNTYPED_KEY
+    from ..derive.rebuild import create_views
+    from ..store import connect, execute, sandbox
 
-    manifest = read_manifest(folder)
+    root = Path(folder).resolve()
+    manifest = read_manifest(root)
     con = connect(":memory:")
-    for name, columns in manifest["tables"].items():
-        files = str(Path(folder).resolve() / name / "**" / "*.parquet")
+    for name, columns in declared_tables(root, manifest).items():
+        files = str(root / name / "**" / "*.parquet").replace("'", "''")
         body = ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' for c, t in columns.items())
         execute(con, f"""CREATE VIEW "{name}" AS SELECT {body} FROM read_parquet('{files}',
                  hive_partitioning = true, hive_types_autocast = false, union_by_name = true)""")
-    create_views(con, manifest["definitions"])
+    execute(con, UNTYPED_KEY)
+    create_views(con)
+    sandbox(con, allowed_directories=[root])
     return con
 
 
-def create_views(con: duckdb.DuckDBPyConnection, statements: list[str]) -> None:
-    """Create the views in an order that has each one's dependencies first (DuckDB lists a view that was
-    replaced after the ones that read it)."""
+def declared_tables(root: Path, manifest: dict) -> dict[str, dict[str, str]]:
+    """The manifest's tables and columns, each type as DuckDB reads it back: LookupError naming the
+    manifest for a name or a type that is not one (a folder of Parquet files declares data, not code)."""
     import duckdb
 
-    from ..store import execute
-
-    pending = list(statements)
-    while pending:
-        failed = []
-        for statement in pending:
+    where = root / MANIFEST
+    tables = manifest.get("tables")
+    if not isinstance(tables, dict):
+        raise LookupError(f"{where}: no `tables` object")
+    declared: dict[str, dict[str, str]] = {}
+    for name, columns in tables.items():
+        if not NAME.fullmatch(name) or not isinstance(columns, dict) or not columns:
+            raise LookupError(f"{where}: table {name!r}: not a table name with columns")
+        declared[name] = {}
+        for column, type_text in columns.items():
+            if not NAME.fullmatch(column) or not isinstance(type_text, str):
+                raise LookupError(f"{where}: table {name}, column {column!r}: not a column name and type")
             try:
-                execute(con, statement)
-            except duckdb.CatalogException:
-                failed.append(statement)
-        if len(failed) == len(pending):
-            execute(con, failed[0])  # raises the error of a view that no order can create
-        pending = failed
+                declared[name][column] = str(duckdb.sqltype(type_text))
+            except (duckdb.Error, TypeError, ValueError):
+                raise LookupError(f"{where}: table {name}, column {column}: {type_text!r} is not a type") from None
+    return declared
+
+
+def definitions(folder: str | Path) -> list[str]:
+    """The SQL of the views and macros logmine makes over the folder's tables (from its own files, never
+    the manifest's): what another engine translates (`spark_engine`)."""
+    con = open_folder(folder)
+    try:
+        return view_statements(con)
+    finally:
+        con.close()

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from ..query import named_queries
 from ..query.rows import Rows
-from .parquet import MANIFEST, open_folder, read_manifest
+from .parquet import MANIFEST, declared_tables, definitions, open_folder, read_manifest
 
 if TYPE_CHECKING:
     import duckdb
@@ -114,16 +114,16 @@ def register_folder(spark: SparkSession, folder: str | Path) -> None:
     stamp = (str(root), (root / MANIFEST).stat().st_mtime_ns)
     if _registered.get(id(spark)) == stamp:
         return
-    for name, columns in manifest["tables"].items():
+    for name, columns in declared_tables(root, manifest).items():  # names and types checked, never run
         path = str(root / name)
         layout_columns = {"host": "VARCHAR", "day": "VARCHAR"}  # the partition columns a folder may have
         read_schema = ", ".join(f"`{c}` {spark_type(t)}" for c, t in {**layout_columns, **columns}.items())
         frame = spark.read.schema(read_schema).option("basePath", path).parquet(path)
         frame.select(*[f"`{c}`" for c in columns]).createOrReplaceTempView(name)
-    macros, views = _definitions(manifest["definitions"])
+    macros, views = _definitions(definitions(folder))  # logmine's own views, not the folder's SQL
     schema = folder_schema(folder)
     pending = views
-    while pending:  # dependencies first, as in `partitioned.create_views`
+    while pending:  # dependencies first: a view is made once the views it reads exist
         failed = []
         for view, select in pending:
             try:
@@ -272,7 +272,7 @@ def query_rows(spark: SparkSession, folder: str | Path, name: str, **params: obj
         sql = with_literals(named_queries.text(name), params)
         types = _result_types(con, sql)
     try:
-        spark_sql = translate(sql, _definitions(read_manifest(folder)["definitions"])[0], folder_schema(folder))
+        spark_sql = translate(sql, _definitions(definitions(folder))[0], folder_schema(folder))
     except Exception as exc:  # noqa: BLE001 - SQLGlot's parse and unsupported errors have no common base
         raise Untranslatable(f"query {name} cannot be translated to Spark SQL: {_first_line(exc)}") from exc
     try:

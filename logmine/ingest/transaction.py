@@ -29,10 +29,16 @@ class Report:
 
     logs: IngestReport
     transcripts: list[transcripts.TranscriptReport] = field(default_factory=list)
+    db_removed: bool = False  # the ingest made the database and stored nothing in it: it was removed
+
+    @property
+    def stored_nothing(self) -> bool:
+        return not self.logs.sources and not self.transcripts
 
     def as_dict(self) -> dict:
         summary = self.logs.as_dict()
         summary["transcripts"] = [t.as_dict() for t in self.transcripts]
+        summary["db_removed"] = self.db_removed
         return summary
 
 
@@ -75,15 +81,22 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
         except BaseException:
             con.close()
             if created:  # as it was: no database
-                for leftover in (Path(db), Path(f"{db}.wal")):
-                    leftover.unlink(missing_ok=True)
+                _remove_database(db)
             raise
         finally:
             con.close()
     finally:
         os.umask(umask)
     report.logs.db = str(db)
+    if created and report.stored_nothing:  # every input failed: an empty database would only mislead
+        _remove_database(db)
+        report.db_removed = True
     return report
+
+
+def _remove_database(db: str | Path) -> None:
+    for leftover in (Path(db), Path(f"{db}.wal")):
+        leftover.unlink(missing_ok=True)
 
 
 def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, found: SortedInputs, envelope: str | None,

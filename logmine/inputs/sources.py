@@ -313,13 +313,17 @@ def decode(raw: bytes) -> tuple[str, bool]:
 
 
 def looks_binary(head: bytes) -> bool:
-    """More than 1% NUL bytes or mostly control characters: not a log."""
+    """More than 1% NUL bytes, more than 10% control characters, or more than 20% of bytes that are no
+    text (control characters, or bytes that are not UTF-8): not a log. Random bytes are nearly half no
+    text, so they are refused every time, where control characters alone (an eighth of them) left it to
+    chance; a log with Latin-1 letters here and there stays a log."""
     if not head:
         return False
     sample = head[:8192]
     nul = sample.count(0)
     control = sum(1 for b in sample if b < 9 or 13 < b < 32)
-    return nul > len(sample) // 100 or control > len(sample) // 10
+    not_utf8 = sample.decode("utf-8", errors="replace").count("\ufffd") if not sample.isascii() else 0
+    return nul > len(sample) // 100 or control > len(sample) // 10 or control + not_utf8 > len(sample) // 5
 
 
 def fingerprint(data: bytes) -> str:

@@ -172,6 +172,7 @@ def _judge(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _runs(con: duckdb.DuckDBPyConnection) -> list:
+    """Every run as `verdicts.Run`, in the order they started."""
     from .verdicts import Run
 
     return [Run(s, o, t, json.loads(args) if args else None, last) for s, o, t, args, last in execute(con, """
@@ -180,8 +181,8 @@ def _runs(con: duckdb.DuckDBPyConnection) -> list:
         ORDER BY r.started_at""")]
 
 
-CHECKED_FIELDS = ("text", "value", "unit", "verdict", "derivation", "cause", "quantity", "scope", "run", "measured",
-                  "measured_figure", "measured_source", "arithmetic", "sentence_text")
+CHECKED_FIELDS = ("text", "value", "unit", "verdict", "derivation", "cause", "quantity", "scope", "source_id", "run",
+                  "measured", "measured_figure", "measured_source", "arithmetic", "sentence_text")
 
 
 def check_text(con: duckdb.DuckDBPyConnection, text: str, when: datetime | None = None,
@@ -189,7 +190,13 @@ def check_text(con: duckdb.DuckDBPyConnection, text: str, when: datetime | None 
     """The figures of a text that is not stored (a draft an agent is about to send), each judged as the
     claims of a stored message are: against `run` (source id, ordinal) when given, else against the run
     current at `when` (host-local time; by default the time of the latest line of any run), falling back
-    on earlier runs for what the text looks back on. Each row has the fields of CHECKED_FIELDS."""
+    on earlier runs for what the text looks back on. Each row has the fields of CHECKED_FIELDS; nothing is
+    stored, so the database may be opened read-only.
+
+    A message of a session is checked only against the figures its cue words name. A draft is checked
+    against everything the run measured too, but a figure no cue word names ("4 x 10.42 = ~41.7 GB per
+    GPU") is only ever judged against one by a GiB/GB mix-up (the rule of a cue farther than the figure's
+    own clause): agreeing with some figure of the run by chance says nothing of what it is."""
     from . import claims, nlp, verdicts
 
     runs = _runs(con)
@@ -201,9 +208,17 @@ def check_text(con: duckdb.DuckDBPyConnection, text: str, when: datetime | None 
     rows, first = [], 0
     for (offset, _), doc in zip(pieces, nlp.read(line for _, line in pieces), strict=True):
         for reading in claims.read_claims(doc, offset, first, in_line(blocks, offset, len(doc.text))):
+            named = {name for name, _, _ in reading["cues"]}
+            dimension = reading["quantity"][2]  # Quantity.dimension
+            added = {name for name, q in verdicts.knowledge()["quantities"].items()
+                     if q["dimension"] == dimension and name not in named}
+            reading["cues"] += [[name, False, len(doc)] for name in sorted(added)]
             which = run or verdicts.run_of_message(when, 0, [], runs)
             which = verdicts.run_with_settings(which, when, reading["settings"], runs)
             judged = verdicts.judged_among_runs(reading, which, when, runs, measured)
+            if judged["quantity"] in added and " written as " not in (judged["cause"] or ""):
+                judged.update(measured=None, measured_figure=None, measured_source=None, quantity=None, scope=None,
+                              verdict="unverifiable" if judged["verdict"] == "consistent" else judged["verdict"])
             rows.append({field: judged.get(field) for field in CHECKED_FIELDS})
         first += sum(1 for _ in doc.sents)
     return rows

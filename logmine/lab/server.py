@@ -93,10 +93,15 @@ def selection_env(database: Path, run: str | None, source: str | None) -> dict[s
     return {SOURCE_ENV: chosen_source} | ({RUN_ENV: str(ordinal)} if run is not None else {})
 
 
-def free_port() -> int:
+def free_port(ip: str = "127.0.0.1") -> int:
     with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
+        probe.bind((ip, 0))
         return probe.getsockname()[1]
+
+
+def local_address(ip: str) -> str:
+    """Where this host reaches a server bound to `ip` (every address: its loopback)."""
+    return "127.0.0.1" if ip in ("0.0.0.0", "::", "") else ip
 
 
 @dataclass
@@ -107,14 +112,27 @@ class Lab:
     port: int
     token: str
     root: Path
+    ip: str = "127.0.0.1"
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/lab?token={self.token}"
+        return f"http://{local_address(self.ip)}:{self.port}/lab?token={self.token}"
+
+    def ssh_hint(self, environ: dict[str, str] | None = None) -> str | None:
+        """On a host reached over SSH (SSH_CONNECTION is set), the `ssh -L` line that brings the lab to the
+        user's own machine, and the URL to open there; None on the user's own machine."""
+        connection = (environ if environ is not None else os.environ).get("SSH_CONNECTION", "").split()
+        if len(connection) != 4:
+            return None
+        server = connection[2]
+        user = (environ if environ is not None else os.environ).get("USER")
+        login = f"{user}@{server}" if user else server
+        return (f"from your machine: ssh -N -L {self.port}:{local_address(self.ip)}:{self.port} {login}\n"
+                f"  then open http://127.0.0.1:{self.port}/lab?token={self.token}")
 
     def api(self, path: str) -> bytes:
         """GET `/api/PATH` with the token; urllib's errors when the server does not answer."""
-        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/api/{path}",
+        request = urllib.request.Request(f"http://{local_address(self.ip)}:{self.port}/api/{path}",
                                          headers={"Authorization": f"token {self.token}"})
         with urllib.request.urlopen(request, timeout=5) as response:
             return response.read()
@@ -148,12 +166,13 @@ class Lab:
 
 
 def start(db: str | Path, port: int | None = None, run: str | None = None, source: str | None = None,
-          open_browser: bool = False, log: int | None = None) -> Lab:
+          open_browser: bool = False, log: int | None = None, ip: str = "127.0.0.1") -> Lab:
     """Start JupyterLab on copies of the bundled notebooks with LOGMINE_DB set to `db`; return once it answers.
 
     `run` (ORDINAL or SOURCE:ORDINAL) and `source` choose the run the postmortem shows (`api.select_run`);
     LookupError when they name none or several. `log` is a file descriptor for the server's own messages
-    (default: this process's stderr).
+    (default: this process's stderr). `ip` is the address the server listens on (its token is always
+    required).
     """
     if importlib.util.find_spec("jupyterlab") is None:
         raise LabError("JupyterLab is not installed: pip install 'logmine[notebook]'")
@@ -162,11 +181,11 @@ def start(db: str | Path, port: int | None = None, run: str | None = None, sourc
         raise LabError(f"{db}: no such database (run `logmine ingest` first)")
     selection = selection_env(database, run, source)
     root = working_copy(database)
-    port = port or free_port()
+    port = port or free_port(ip)
     token = secrets.token_hex(16)
     env = kernel_env(database, selection)
     command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-               "--ServerApp.ip=127.0.0.1", f"--ServerApp.root_dir={root}", f"--IdentityProvider.token={token}",
+               f"--ServerApp.ip={ip}", f"--ServerApp.root_dir={root}", f"--IdentityProvider.token={token}",
                f"--ServerApp.open_browser={open_browser}", "--ServerApp.log_level=WARN",
                "--LabApp.news_url=None",
                "--LabApp.check_for_updates_class=jupyterlab.handlers.announcements.NeverCheckForUpdate",
@@ -176,7 +195,7 @@ def start(db: str | Path, port: int | None = None, run: str | None = None, sourc
     # Its own session: Ctrl-C in the terminal reaches `logmine lab` only, which then stops the server.
     process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                start_new_session=True)
-    lab = Lab(process, port, token, root)
+    lab = Lab(process, port, token, root, ip)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:

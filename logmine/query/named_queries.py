@@ -1,7 +1,10 @@
 """Named SQL queries: the `.sql` documents in `queries/`, run with bound parameters.
 
 Each document starts with a header comment: `-- name: what it answers.`, details, then
-`-- Columns: a, b, c` (the columns a terminal shows first) and `-- Parameters: ...`.
+`-- Columns: a, b as label, c` (the columns a terminal shows first, in reading order, each under its label
+when it has one), optionally `-- Once: a, b` (columns said once above the table when every row holds the
+same value) and `-- Ranks: rank` (the column naming a rank: ranks whose rows are otherwise equal are shown
+as one row), then `-- Parameters: ...`.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from collections.abc import Iterator
 from importlib import resources
 from typing import TYPE_CHECKING
 
+from ..terminal.suggestions import did_you_mean
+from ..terminal.table_view import TableView
 from .rows import RowChunks, Rows
 
 if TYPE_CHECKING:
@@ -19,7 +24,10 @@ if TYPE_CHECKING:
     import pandas as pd
 
 PARAMETER = re.compile(r"\$([a-z_]+)")
-KEY_COLUMNS = re.compile(r"^-- Columns:(.*)$", re.MULTILINE)
+# A header line goes on in the comment lines indented under it.
+KEY_COLUMNS = re.compile(r"^-- Columns:(.*(?:\n--   .*)*)$", re.MULTILINE)
+ONCE_COLUMNS = re.compile(r"^-- Once:(.*)$", re.MULTILINE)
+RANK_COLUMNS = re.compile(r"^-- Ranks:(.*)$", re.MULTILINE)
 CHUNK_ROWS = 10_000  # rows fetched at a time when a result is written as it is read
 
 
@@ -32,7 +40,9 @@ def names() -> list[str]:
 def text(name: str) -> str:
     # A name, never a path: `../../x` must not run any x.sql on the disk.
     if name not in names():
-        raise KeyError(f"no query named {name!r}; known: {', '.join(names())}")
+        hint = did_you_mean(name, names())
+        raise KeyError(f"no query named {name!r}; " + (f"{hint} (`logmine query` lists them)" if hint else
+                                                        f"known: {', '.join(names())}"))
     return (resources.files("logmine.queries") / f"{name}.sql").read_text()
 
 
@@ -62,8 +72,24 @@ def summary(name: str) -> str:
 def key_columns(name: str) -> list[str]:
     """The columns that matter most in the query's result, from its `-- Columns: a, b, c` header line:
     what a terminal shows first when not every column fits."""
-    found = KEY_COLUMNS.search(text(name))
-    return [c.strip() for c in found.group(1).split(",") if c.strip()] if found else []
+    return list(view(name).labels)
+
+
+def view(name: str) -> TableView:
+    """How a terminal shows the query's result, from its header: the key columns under their labels, the
+    columns said once, the column naming a rank."""
+    document = text(name)
+
+    def listed(pattern: re.Pattern) -> list[str]:
+        found = pattern.search(document)
+        entries = found.group(1).replace("\n--", " ").split(",") if found else []
+        return [" ".join(c.split()) for c in entries if c.strip()]
+
+    labels = {}
+    for entry in listed(KEY_COLUMNS):
+        column, _, label = entry.partition(" as ")
+        labels[column.strip()] = label.strip() or column.strip()
+    return TableView(labels, listed(ONCE_COLUMNS), listed(RANK_COLUMNS))
 
 
 def execute(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> pd.DataFrame:
@@ -73,10 +99,14 @@ def execute(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> pd.D
 
 def execute_sql(con: duckdb.DuckDBPyConnection, sql: str, **params: object) -> pd.DataFrame:
     """Run SQL with `$name` parameters; JSON columns come back as Python objects."""
+    import pandas as pd
+
     result, json_columns = _execute(con, sql, params)
     df = result.df()
     for column in json_columns:
-        df[column] = df[column].map(_json_value)
+        # Each value as its own Python object: a column of ints and floats left to pandas becomes float64, and
+        # a notebook shows a config's 4.0 as 4.000000e+00 and its seed 1066034123 as 1.066034e+09.
+        df[column] = pd.Series([_json_value(v) for v in df[column]], index=df.index, dtype=object)
     return df
 
 
@@ -132,6 +162,8 @@ def _first_rows(con: duckdb.DuckDBPyConnection, sql: str, at_most: int, params: 
     inner = _as_subquery(sql)
     try:
         total = _execute(con, f"SELECT count(*) FROM (\n{inner}\n)", params)[0].fetchone()[0]
+    except duckdb.InterruptException:
+        raise  # stopped (Ctrl-C, a time limit): not a statement to run again as it is
     except duckdb.Error:
         return None
     if total <= at_most:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..terminal.table_view import number_spans
 from . import named_queries
 
 if TYPE_CHECKING:
@@ -29,6 +30,10 @@ def check_selection(con: duckdb.DuckDBPyConnection, **params: object) -> dict[st
     source, run_, session = params.get("source"), params.get("run"), params.get("session")
     if source is not None:
         params["source"] = resolve_source(con, str(source))
+    if run_ is not None and params.get("source") is None:
+        # One rule everywhere: a bare ordinal is of the only source with runs; where several have runs it
+        # names none of them (run 1 of every log is no answer), and the error says which there are.
+        params["source"] = sole_source_with_runs(con, str(run_), hint="give --source too")
     if run_ is not None:
         found = named_queries.fetch(con, """
             SELECT s.display, list(r.ordinal ORDER BY r.ordinal) FROM runs AS r JOIN sources AS s USING (source_id)
@@ -37,7 +42,7 @@ def check_selection(con: duckdb.DuckDBPyConnection, **params: object) -> dict[st
         if not any(run_ in ordinals for _, ordinals in found):
             names = source_names(con)  # as among all sources: `journal.txt` alone could be any of them
             where = f" in {names[params['source']]}" if source is not None else ""
-            known = [f"{names[display]}: {_spans(ordinals)}" for display, ordinals in found]
+            known = [f"{names[display]}: {number_spans(ordinals)}" for display, ordinals in found]
             raise LookupError(f"no run {run_}{where}; the runs are {_listing(known, separator='; ')}")
     if session is not None:
         params["session"] = resolve_session(con, str(session))
@@ -69,17 +74,6 @@ def resolve_source(con: duckdb.DuckDBPyConnection, source: str) -> str:
         raise LookupError(f"source {source!r} names several sources: {_listing(matches)}")
     raise LookupError(f"no source {source!r}; the sources are "
                       f"{_listing(shortest_unique_suffixes([d for d, _ in known]))}")
-
-
-def _spans(numbers: list[int]) -> str:
-    """[1, 2, 3, 5] -> '1-3, 5'."""
-    spans: list[list[int]] = []
-    for n in numbers:
-        if spans and n == spans[-1][1] + 1:
-            spans[-1][1] = n
-        else:
-            spans.append([n, n])
-    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
 
 
 def _listing(names: list[str], limit: int = 8, separator: str = ", ") -> str:

@@ -32,7 +32,9 @@ def effect(data: ReportData, source: str, run: int) -> Text:
     if not missing(row["kv_tokens"]):
         parts.append(f"KV pool {number(row['kv_tokens'])} tokens per rank")
     if not missing(row["host_cache_gb_total"]):
-        pinning = of_run(data["load-time"], source, run)["host_cache_s"].max()
+        # Rank 0's, as the timeline's phase table gives it: one figure, one value.
+        phases = of_run(data["load-time"], source, run)
+        pinning = phases["host_cache_s"].iloc[0] if not phases.empty else None
         parts.append(f"HiCache {number(row['host_cache_gb_per_rank'])} GB per rank, "
                      f"{number(row['host_cache_gb_total'])} GB in total"
                      + ("" if missing(pinning) else f", pinned in {seconds(pinning)}"))

@@ -7,7 +7,7 @@ import html
 import re
 
 from .data import CITED_CHARS
-from .model import Citation, Document, Text
+from .model import Citation, Document, Table, Text
 
 # Characters that would turn log text into Markdown markup (emphasis, links, code, table cells).
 MARKUP = re.compile(r"([\\`*_\[\]|#~])")
@@ -26,12 +26,12 @@ def fence(body: str) -> str:
     return "`" * max(3, longest + 1)
 
 
-def refs(cites: list[Citation]) -> str:
-    return "".join(f" [`{c.ref}`]" for c in cites)
+def refs(cites: list[Citation], table: Table | None = None) -> str:
+    return "".join(f" [`{table.shown_ref(c) if table else c.ref}`]" for c in cites)
 
 
-def text(t: Text) -> str:
-    return escape(t.words) + refs(t.cites)
+def text(t: Text, table: Table | None = None) -> str:
+    return escape(t.words) + refs(t.cites, table)
 
 
 def render_markdown(doc: Document) -> str:
@@ -53,8 +53,10 @@ def render_markdown(doc: Document) -> str:
                 out.append("| " + " | ".join(escape(c) for c in block.columns) + " |")
                 out.append("|" + "|".join("---:" if block.numeric and block.numeric[i] else "---"
                                            for i in range(len(block.columns))) + "|")
-                out += ["| " + " | ".join(text(cell) for cell in row) + " |" for row in block.rows]
+                out += ["| " + " | ".join(text(cell, block) for cell in row) + " |" for row in block.rows]
                 out.append("")
+                if block.cited_file:
+                    out += [f"_Cited lines: {escape(block.cited_file)}_", ""]
     cited = doc.citations()
     if cited:
         body = "\n".join(f"{c.ref}  {' '.join(c.text.split())}" for c in cited)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .common import chart_run_name, draw, run_name
+from .common import chart_run_name, draw, rank_groups, run_name
 from .data import ReportData
 from .model import Chart, Heading, Section, Table, Text
 from .words import first_upper, missing, number, quote, rank_span, ranks_caption
@@ -48,11 +48,11 @@ def memory_section(data: ReportData) -> Section | None:
     for (source, ordinal), rows in per_rank.groupby(["source", "run"], sort=False):
         name = run_name(data, source, int(ordinal))
         figures = [c for _, c in MEMORY_SHARES if isinstance(c, str)] + ["kv_tokens"]
-        identical = len(rows[figures].drop_duplicates()) == 1
-        shown = rows.iloc[:1] if identical else rows
-        for _, row in shown.iterrows():
+        groups = rank_groups(rows, figures)
+        identical = len(groups) == 1
+        for row, label in groups:
             signature = tuple(share(row, c) for _, c in MEMORY_SHARES)
-            caption = ranks_caption(list(rows["rank"])) if identical else row["rank"]
+            caption = ranks_caption(list(rows["rank"])) if identical else label
             if identical and signature in signature_seen:
                 caption += f", as {alike_run(data, source, *signature_seen[signature])}"
             signature_seen.setdefault(signature, (source, int(ordinal)))
@@ -83,12 +83,15 @@ def memory_section(data: ReportData) -> Section | None:
         explained.setdefault("" if missing(first["kv_gap_cause"]) else first["kv_gap_cause"], []).append(name)
         host = rows[rows["host_cache_gb"].notna()]
         if not host.empty:
+            total = budget[(budget["source"] == source) & (budget["run"] == ordinal)
+                           & (budget["rank"] == "all ranks")].iloc[0]
             free = host["host_free_gb"].dropna()
             host_rows.append([
                 Text(name), Text(str(len(host))),
                 Text(f"{number(host['host_cache_gb'].iloc[0])} GB ({number(host['host_cache_gib'].iloc[0])} GiB)"
                      if host["host_cache_gb"].nunique() == 1 else "varies by rank", run_figures["hicache"]),
-                Text(f"{number(host['host_cache_gb'].sum())} GB ({number(host['host_cache_gib'].sum())} GiB)",
+                # The query's own total (summed before rounding), as the summary and `memory-budget` give it.
+                Text(f"{number(total['host_cache_gb'])} GB ({number(total['host_cache_gib'])} GiB)",
                      data.cite(source, int(ordinal), "hicache")),
                 Text(f"{number(free.iloc[0])} GB" if not free.empty else "not logged")])
     alt = "; ".join(f"{caption}: " + ", ".join(f"{k} {number(v[i])} GiB" for k, v in shares.items() if v[i])

@@ -48,6 +48,18 @@ class Table:
     # Columns that hold figures are right-aligned.
     numeric: list[bool] = field(default_factory=list)
 
+    @cached_property
+    def cited_file(self) -> str | None:
+        """The one log file every citation of the table cites, when there is one: the writers then name it
+        once, under the table, and show each citation as its line (`:1517`), not a long file name per cell."""
+        refs = {c.ref for row in self.rows for cell in row for c in cell.cites}
+        files = {ref.rpartition(":")[0] for ref in refs if ref.rpartition(":")[2].isdigit()}
+        return files.pop() if len(files) == 1 and all(ref.rpartition(":")[2].isdigit() for ref in refs) else None
+
+    def shown_ref(self, cite: Citation) -> str:
+        """A citation as a cell shows it: its line alone when the table names its file once."""
+        return cite.ref.removeprefix(self.cited_file) if self.cited_file else cite.ref
+
 
 @dataclass
 class Bar:

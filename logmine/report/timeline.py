@@ -7,7 +7,7 @@ from itertools import groupby
 import pandas as pd
 
 from ..derive.causes import phase_words
-from .common import chart_run_name, draw, of_run, run_name, run_rows
+from .common import chart_run_name, draw, of_run, rank_groups, run_name, run_rows
 from .data import ReportData
 from .model import Bar, Block, Chart, Heading, Section, Table, Text
 from .words import duration, missing, seconds
@@ -30,15 +30,18 @@ RUNS_PER_TABLE = 4
 
 
 def phase_rows(data: ReportData, source: str, run: int) -> pd.DataFrame:
-    """Rank 0's phases, or every rank's when they differ by more than RANK_SPREAD_S; for a run that logged
-    no phase (a log that begins with its crash), one row without any, so that the run is still shown."""
+    """Rank 0's phases, or where ranks differ by more than RANK_SPREAD_S, a row per group of ranks within it
+    of each other (labelled `TP0-14 (15 ranks)`); for a run that logged no phase (a log that begins with its
+    crash), one row without any, so that the run is still shown."""
     load = data["load-time"]
     rows = of_run(load, source, run)
     if rows.empty:
         return pd.DataFrame([{"source": source, "run": run}], columns=load.columns)
-    columns = [p[0] for p in PHASES]
-    spread = (rows[columns].max() - rows[columns].min()).fillna(0)
-    return rows if (spread > RANK_SPREAD_S).any() else rows.iloc[:1]
+    groups = rank_groups(rows, [p[0] for p in PHASES], within=RANK_SPREAD_S)
+    if len(groups) == 1:
+        return rows.iloc[:1]
+    # `rank` stays the group's first rank, whose lines the cells cite; `ranks` names the group.
+    return pd.DataFrame([first.to_dict() | {"ranks": label} for first, label in groups])
 
 
 def run_bar(run: pd.Series, phases: pd.Series, label: str) -> Bar:
@@ -112,7 +115,7 @@ def timeline_section(data: ReportData) -> Section | None:
         source, ordinal = run["source"], int(run["ordinal"])
         rows = phase_rows(data, source, ordinal)
         for _, phases in rows.iterrows():
-            rank = f" {phases['rank']}" if len(rows) > 1 else ""
+            rank = f" {phases['ranks']}" if len(rows) > 1 else ""
             bars.append(run_bar(run, phases, chart_run_name(data, source, ordinal) + rank))
             columns.append((source, f"run {ordinal}{rank}", phase_cells(data, run, phases)))
             described.append(f"{run_name(data, source, ordinal)}{rank}: {bars[-1].note}")
@@ -123,8 +126,8 @@ def timeline_section(data: ReportData) -> Section | None:
                    for bar in bars for name, start, length in bar.segments), default=0.0)
     phases = [name for _, name, _ in PHASES] + [SERVING, UNFINISHED]
     alt = "; ".join(described)
-    blocks = [Text("Each start's phases as rank 0 logged them, or every rank's where ranks differ by more than "
-                   f"{RANK_SPREAD_S:.0f} s. Bars of long serving are cut short; the note beside each bar says how "
-                   "long it served."),
+    blocks = [Text("Each start's phases as rank 0 logged them, or where ranks differ by more than "
+                   f"{RANK_SPREAD_S:.0f} s, each group of ranks within it of each other. Bars of long serving are "
+                   "cut short; the note beside each bar says how long it served."),
               Chart(lambda: draw("gantt", bars, phases, longest or 1.0), alt)]
     return Section("Timeline of every run", blocks + phase_tables(data, columns), "timeline")

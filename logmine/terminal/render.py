@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..query.rows import RowChunks, Rows
 from ..query.selection import shortest_unique_suffixes
+from .table_view import TableView, shape
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -36,6 +37,8 @@ TABLE_MAX_ROWS = 1000
 CUTTABLE_WIDTH = 24
 MIN_TEXT_WIDTH = 16
 SEPARATOR = " │ "
+# Between the columns of a table whose key columns do not fit with SEPARATOR (before records are tried).
+NARROW_SEPARATOR = " "
 # Columns holding a source path, shown as the shortest suffix that still tells the sources apart.
 PATH_COLUMNS = ("source",)
 
@@ -134,22 +137,32 @@ def table_cell(value: object) -> str:
 
 
 def render(data: pd.DataFrame | Rows, fmt: str = "table", width: int | None = None, *,
-           columns: Sequence[str] | None = None, key_columns: Sequence[str] = ()) -> str:
+           columns: Sequence[str] | None = None, key_columns: Sequence[str] = (),
+           view: TableView | None = None) -> str:
     """`data` in format `fmt`.
 
     `columns` picks columns (in that order) for every format; `["all"]` is every column. For the
     table, `width` is the width to fit (default: the terminal's when stdout is one, else no limit);
-    `key_columns` are the columns that matter most, shown first when not all fit.
+    `key_columns` are the columns that matter most, shown first when not all fit; `view` (the query's
+    declared view) gives them instead, under its labels, with equal ranks merged and what every row
+    shares said once above the table.
     """
     result = as_rows(data)
     if columns:
         result = result if list(columns) == ["all"] else select(result, columns)
-        key_columns = result.columns  # what was asked for is shown, as records if it does not fit
+        key_columns, view = result.columns, None  # what was asked for is shown, as records if it does not fit
     if fmt != "table":
         return "".join(render_pieces(RowChunks(result.columns, iter([result.rows])), fmt))
     if width is None and sys.stdout.isatty():
         width = shutil.get_terminal_size().columns
-    return terminal_table(result, width, key_columns=key_columns)
+    if view is None or not result.rows:
+        return terminal_table(result, width, key_columns=key_columns)
+    if result.total is not None:  # only the first rows: what they share may not be what every row shares
+        return terminal_table(result, width, key_columns=list(view.labels), labels=view.labels)
+    shaped = shape(result.columns, result.rows, view)
+    table = terminal_table(Rows(shaped.columns, shaped.rows), width, key_columns=list(view.labels),
+                           labels=view.labels)
+    return "\n".join([*shaped.heading, table])
 
 
 def select(result: Rows, columns: Sequence[str]) -> Rows:
@@ -218,8 +231,11 @@ def _json_pieces(result: RowChunks) -> Iterator[str]:
     yield "[]" if first else "\n]"
 
 
-def terminal_table(result: Rows, width: int | None, key_columns: Sequence[str] = ()) -> str:
-    """The table for a person: all columns when `width` is None, else what fits in `width` columns."""
+def terminal_table(result: Rows, width: int | None, key_columns: Sequence[str] = (),
+                   labels: dict[str, str] | None = None) -> str:
+    """The table for a person: all columns when `width` is None, else what fits in `width` columns; each
+    column under its label (`labels`, else its name), a label of several words on two lines when its
+    values are narrower."""
     if not result.rows:
         return "(0 rows)"
     shown_rows = result.rows[:TABLE_MAX_ROWS]
@@ -227,28 +243,49 @@ def terminal_table(result: Rows, width: int | None, key_columns: Sequence[str] =
     for name in PATH_COLUMNS:
         if name in texts:
             texts[name] = shortest_unique_suffixes(texts[name])
-    natural = {name: max(display_width(t) for t in [name, *texts[name]]) for name in result.columns}
-    keys = [c for c in key_columns if c in result.columns] or list(result.columns)
+    headers = {name: header_lines((labels or {}).get(name, name), max(map(display_width, texts[name])))
+               for name in result.columns}
+    natural = {name: max(display_width(t) for t in [*headers[name], *texts[name]]) for name in result.columns}
+    filled = [c for c in result.columns if any(texts[c])]  # an empty column is not worth the room
+    # In a declared view an empty key column (a phase that did not happen) is left out too.
+    keys = [c for c in key_columns if c in (filled if labels else result.columns)] or list(result.columns)
+    separator = SEPARATOR
     if width is None:
         chosen, widths = list(result.columns), natural
     else:
-        widths = fit_widths(keys, natural, width)
+        widths = fit_widths(keys, natural, width, headers)
+        if widths is None and labels:  # a declared view: its key columns closer together before records
+            separator = NARROW_SEPARATOR
+            widths = fit_widths(keys, natural, width, headers, separator)
         if widths is None:
-            lines = expanded(keys, texts, len(shown_rows), width)
+            lines = expanded(keys, texts, len(shown_rows), width, headers)
             return finish(lines, result, keys, width)
-        filled = [c for c in result.columns if any(texts[c])]  # an empty column is not worth the room
-        add_columns_that_fit(filled, widths, natural, width)
+        add_columns_that_fit(filled, widths, natural, width, separator)
         chosen = [c for c in result.columns if c in widths]
-    lines = table_lines(chosen, texts, widths, len(shown_rows))
+        if labels:  # the key columns in the view's reading order, then the others
+            chosen = [*(c for c in keys if c in widths), *(c for c in chosen if c not in keys)]
+    lines = table_lines(chosen, texts, widths, len(shown_rows), headers, separator)
     return finish(lines, result, chosen, width)
 
 
-def fit_widths(columns: Sequence[str], natural: dict[str, int], width: int) -> dict[str, int] | None:
+def header_lines(label: str, values_width: int) -> list[str]:
+    """A column's header: one line, or its words on two lines when the label is wider than its values
+    (split where the longer line is shortest)."""
+    words = label.split(" ")
+    if display_width(label) <= values_width or len(words) < 2:
+        return [label]
+    splits = [(" ".join(words[:i]), " ".join(words[i:])) for i in range(1, len(words))]
+    return list(min(splits, key=lambda pair: max(map(display_width, pair))))
+
+
+def fit_widths(columns: Sequence[str], natural: dict[str, int], width: int,
+               headers: dict[str, list[str]] | None = None, separator: str = SEPARATOR) -> dict[str, int] | None:
     """Column widths that fit `width`, cutting the widest text columns first; None when none do."""
     widths = {c: natural[c] for c in columns}
-    floors = {c: natural[c] if natural[c] <= CUTTABLE_WIDTH else max(display_width(c), MIN_TEXT_WIDTH)
-              for c in columns}
-    excess = table_width(widths) - width
+    heads = headers or {c: [c] for c in columns}
+    floors = {c: natural[c] if natural[c] <= CUTTABLE_WIDTH else
+              max(max(map(display_width, heads[c])), MIN_TEXT_WIDTH) for c in columns}
+    excess = table_width(widths, separator) - width
     while excess > 0:
         shrinkable = sorted((c for c in columns if widths[c] > floors[c]), key=lambda c: -widths[c])
         if not shrinkable:
@@ -264,20 +301,21 @@ def fit_widths(columns: Sequence[str], natural: dict[str, int], width: int) -> d
 
 
 def add_columns_that_fit(candidates: Sequence[str], widths: dict[str, int], natural: dict[str, int],
-                         width: int) -> None:
+                         width: int, separator: str = SEPARATOR) -> None:
     """Add to `widths` (the key columns' layout) each other candidate, in order, that still fits whole."""
-    room = width - table_width(widths)
+    room = width - table_width(widths, separator)
     for name in candidates:
-        if name not in widths and natural[name] + len(SEPARATOR) <= room:
+        if name not in widths and natural[name] + len(separator) <= room:
             widths[name] = natural[name]
-            room -= natural[name] + len(SEPARATOR)
+            room -= natural[name] + len(separator)
 
 
-def table_width(widths: dict[str, int]) -> int:
-    return 1 + sum(widths.values()) + len(SEPARATOR) * (len(widths) - 1)
+def table_width(widths: dict[str, int], separator: str = SEPARATOR) -> int:
+    return 1 + sum(widths.values()) + len(separator) * (len(widths) - 1)
 
 
-def table_lines(columns: Sequence[str], texts: dict[str, list[str]], widths: dict[str, int], n_rows: int) -> list[str]:
+def table_lines(columns: Sequence[str], texts: dict[str, list[str]], widths: dict[str, int], n_rows: int,
+                headers: dict[str, list[str]] | None = None, separator: str = SEPARATOR) -> list[str]:
     numeric = {c: all(_looks_numeric(t) for t in texts[c] if t) for c in columns}
     # A column of paths (a source's name always is one) loses its head when cut, not the file name at its end.
     paths = {c: c in PATH_COLUMNS or (all("/" in t and " " not in t for t in texts[c] if t) and any(texts[c]))
@@ -286,16 +324,22 @@ def table_lines(columns: Sequence[str], texts: dict[str, list[str]], widths: dic
     def line(values: Sequence[str], header: bool = False) -> str:
         cells = [pad(clip(v, widths[c], keep_end=paths[c] and not header), widths[c], right=numeric[c])
                  for c, v in zip(columns, values, strict=True)]
-        return (" " + SEPARATOR.join(cells)).rstrip()
+        return (" " + separator.join(cells)).rstrip()
 
-    header = line(list(columns), header=True)
-    rule = "─" + "─┼─".join("─" * widths[c] for c in columns)
-    return [header, rule, *(line([texts[c][i] for c in columns]) for i in range(n_rows))]
+    heads = headers or {c: [c] for c in columns}
+    depth = max(len(heads[c]) for c in columns)
+    header = [line([(["", *heads[c]] if len(heads[c]) < depth else heads[c])[row] for c in columns], header=True)
+              for row in range(depth)]
+    joint = "─┼─" if separator == SEPARATOR else " "
+    rule = "─" + joint.join("─" * widths[c] for c in columns)
+    return [*header, rule, *(line([texts[c][i] for c in columns]) for i in range(n_rows))]
 
 
-def expanded(columns: Sequence[str], texts: dict[str, list[str]], n_rows: int, width: int) -> list[str]:
+def expanded(columns: Sequence[str], texts: dict[str, list[str]], n_rows: int, width: int,
+             headers: dict[str, list[str]] | None = None) -> list[str]:
     """One field per line, each record under a `-[ RECORD n ]` rule, long values wrapped to the width."""
-    label_width = max(display_width(c) for c in columns)
+    names = {c: " ".join((headers or {}).get(c, [c])) for c in columns}
+    label_width = max(display_width(names[c]) for c in columns)
     value_width = max(width - label_width - 3, 8)
     lines = []
     for i in range(n_rows):
@@ -303,7 +347,7 @@ def expanded(columns: Sequence[str], texts: dict[str, list[str]], n_rows: int, w
         lines.append(title + "-" * max(0, min(width, label_width + 3 + value_width) - len(title)))
         for name in columns:
             chunks = wrap_cells(texts[name][i], value_width) or [""]
-            lines.append((f"{pad(name, label_width)} │ {chunks[0]}").rstrip())
+            lines.append((f"{pad(names[name], label_width)} │ {chunks[0]}").rstrip())
             lines.extend(f"{' ' * label_width} │ {chunk}".rstrip() for chunk in chunks[1:])
     return lines
 

@@ -41,6 +41,8 @@ def summary_text(summary: dict) -> str:
     out.extend(visible(line, one_line=True) for line in summary.get("left", []))
     if summary["failed"]:
         out.append(f"not stored, could not be read: {len(summary['failed'])} input(s) (listed on stderr)")
+    if summary.get("db_removed"):
+        out.append(f"nothing was stored: {summary['db']} was not made")
     kinds = summary["by_kind"]
     if kinds:
         width = max(len(k) for k in kinds)
