@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     import pandas as pd
     import sqlalchemy
 
+    from .live.follow import Follower
+
 __all__ = [  # what this module hands on from the stages; its own functions follow
     "BAD_ENDS", "DEFAULT_DB", "Interrupted", "NotALogmineDatabase", "Report", "RowChunks", "Rows",
     "check_interrupted", "check_selection", "checked_parameters", "ingest", "key_columns", "lock_holder",
@@ -61,6 +63,8 @@ _LAZY = {
     "LabError": ("lab.server", "LabError"),
     "PlanError": ("query.plan", "PlanError"),
     "LAB_DB_ENV": ("lab.server", "DB_ENV"),
+    "FollowError": ("live.follow", "FollowError"),
+    "RuleError": ("live.alerts", "RuleError"),
 }
 
 
@@ -415,3 +419,36 @@ def check_figures(con: duckdb.DuckDBPyConnection, text: str, run: str | int | No
             where, _, line = figure["measured_source"].rpartition(":")
             figure["measured_source"] = f"{names.get(where, where)}:{line}"
     return found
+
+
+def follow(db: str | Path = DEFAULT_DB, *, unit: str | None = None, journal_file: str | None = None,
+           journal_dir: str | None = None, paths: list[str] | None = None, rules: str | Path | None = None,
+           builtin_rules: bool = True, on_alert: str | None = None, alerts_jsonl: str | Path | None = None,
+           sinks: list | None = None, on_commit: Callable | None = None) -> Follower:
+    """A follower that keeps `db` current with a journal (a systemd `unit`, a `journal_file` or a
+    `journal_dir`) and/or log files and folders (`paths`), raising the alerts of the built-in rules and
+    of the TOML file `rules`; call its `run()` (it returns when `stop()` is called, from a signal handler or
+    another thread). Each alert goes to `sinks` (`logmine.live.alerts.Sink`s), to the JSON-lines file
+    `alerts_jsonl`, to the shell command `on_alert` (the alert as JSON on its stdin) and into the `alerts`
+    table; `on_commit(commit)` is called after each commit (`logmine.live.follow.Commit`: lines, alerts, the
+    current run's status)."""
+    import sys
+
+    from .live import alerts
+    from .live.follow import Follower, FollowError, JournalSpec
+
+    if sum(x is not None for x in (unit, journal_file, journal_dir)) > 1:
+        raise FollowError("give one of --unit, --journal-file and --journal-dir")
+    journal = JournalSpec(unit, journal_file, journal_dir) if (unit or journal_file or journal_dir) else None
+    if journal is None and not paths:
+        raise FollowError("nothing to follow: give --unit, --journal-file, --journal-dir or PATHs")
+    for given in (journal_file, journal_dir):
+        if given is not None and not Path(given).exists():
+            raise FollowError(f"{given}: no such journal file or folder")
+    chosen = list(sinks or [])
+    if alerts_jsonl:
+        chosen.append(alerts.JsonLinesSink(alerts_jsonl))
+    if on_alert:
+        chosen.append(alerts.CommandSink(on_alert, on_error=lambda line: print(f"logmine: {line}", file=sys.stderr)))
+    return Follower(str(db), journal, list(paths or []), alerts.load_rules(rules, builtin_rules), chosen,
+                    on_commit=on_commit)

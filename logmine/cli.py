@@ -139,6 +139,37 @@ def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None
         sys.exit(INPUT_FAILED)
 
 
+@main.command(short_help="Keep the database current while the server runs, and raise alerts.")
+@click.argument("paths", nargs=-1)
+@DB_OPTION
+@click.option("--unit", default=None, help="Follow this systemd unit's journal (journalctl -u UNIT -f).")
+@click.option("--journal-file", default=None, metavar="FILE", help="Follow one journal file (journalctl --file).")
+@click.option("--journal-dir", default=None, metavar="DIR",
+              help="Follow a folder of journal files (journalctl --directory).")
+@click.option("--rules", default=None, metavar="FILE", help="A TOML file of alert rules, added to the built-in ones.")
+@click.option("--no-builtin-rules", is_flag=True, help="Only the rules of --rules.")
+@click.option("--on-alert", default=None, metavar="CMD",
+              help="Run CMD (by the shell) for each alert, the alert as JSON on stdin.")
+@click.option("--alerts-jsonl", default=None, metavar="FILE", help="Append each alert to FILE as one JSON line.")
+def follow(paths: tuple[str, ...], db: str, unit: str | None, journal_file: str | None, journal_dir: str | None,
+           rules: str | None, no_builtin_rules: bool, on_alert: str | None, alerts_jsonl: str | None) -> None:
+    """Follow a journal (--unit, --journal-file, --journal-dir) and/or log files, folders and agent transcripts
+    (PATHS) into the database until Ctrl-C, which stops after the commit under way; readers (query, report,
+    notebooks) open the database between commits."""
+    from .terminal.follow_status import StatusView
+
+    view = StatusView(sys.stdout, sys.stdout.isatty())
+    try:
+        follower = api.follow(db, unit=unit, journal_file=journal_file, journal_dir=journal_dir, paths=list(paths),
+                              rules=rules, builtin_rules=not no_builtin_rules, on_alert=on_alert,
+                              alerts_jsonl=alerts_jsonl, sinks=[view], on_commit=view.show)
+        follower.on_wait = view.above
+        follower.stop_on_signals()
+        follower.run()
+    except (api.FollowError, api.RuleError) as exc:
+        fail(str(exc))
+
+
 def spark_ingest_command(paths: list[str], out: str | None, master: str, envelope: str | None, as_json: bool,
                          redact: bool) -> None:
     if not out:

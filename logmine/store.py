@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import stat
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import cache
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 DEFAULT_DB = "logmine.duckdb"
+READ_WAIT_S = 10.0  # how long a reader waits for a writer's commit to end (see `connect`)
 ColumnType: TypeAlias = "str | pa.DataType"  # a DuckDB type, or the logical Arrow type a parser declares
 
 SOURCES_COLUMNS: dict[str, str] = {
@@ -61,7 +63,18 @@ def connect(db: str | Path = DEFAULT_DB, read_only: bool = False) -> duckdb.Duck
 
     if str(db) != ":memory:":
         _check_file(Path(db), read_only)
-    return duckdb.connect(str(db), read_only=read_only, config=OFFLINE)
+    if not read_only:
+        return duckdb.connect(str(db), read_only=read_only, config=OFFLINE)
+    # A writer that holds the file only while it commits (`logmine follow`, about once a second) is
+    # waited for; an ingest that holds it longer is named by the error after READ_WAIT_S.
+    deadline = time.monotonic() + READ_WAIT_S
+    while True:
+        try:
+            return duckdb.connect(str(db), read_only=True, config=OFFLINE)
+        except duckdb.IOException as exc:
+            if lock_holder(exc) is None or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 @contextmanager
@@ -135,6 +148,11 @@ def lock_holder(error: Exception) -> tuple[str, int, str] | None:
     except OSError:
         command = found["program"]
     return found["db"], pid, command
+
+
+def has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    """Whether the database has a table or view of this name."""
+    return bool(execute(con, "SELECT 1 FROM information_schema.tables WHERE table_name = ?", [name]))
 
 
 def execute(con: duckdb.DuckDBPyConnection, statement: str, params: list | dict | None = None) -> list[tuple]:

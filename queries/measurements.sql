@@ -28,8 +28,8 @@ WITH rank0 AS (
     FROM weight_loads_by_run WHERE is_rank0 AND kind = 'load_weight_end' AND model_role = 'target'
     UNION ALL SELECT 'kv_size', source_id, run, coalesce(kv_size_gib, k_size_gib + v_size_gib), 'GB', line_no
     FROM kv_cache_by_run WHERE is_rank0 AND kind = 'kv_cache_allocated' AND model_role = 'target'
-    UNION ALL SELECT 'kv_tokens', source_id, run, tokens, 'tokens', line_no
-    FROM kv_cache_by_run WHERE is_rank0 AND kind = 'kv_cache_allocated' AND model_role = 'target'
+    UNION ALL SELECT 'kv_tokens', source_id, run, tokens, 'tokens', tokens_line_no
+    FROM kv_pools WHERE is_rank0
     UNION ALL SELECT 'draft_kv', source_id, run, coalesce(kv_size_gib, k_size_gib + v_size_gib), 'GB', line_no
     FROM kv_cache_by_run WHERE is_rank0 AND kind = 'kv_cache_allocated' AND model_role = 'draft'
     UNION ALL SELECT 'memory_pool_free', source_id, run, avail_mem_gib, 'GB', line_no

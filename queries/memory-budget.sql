@@ -36,7 +36,6 @@ weights AS (
 ),
 kv AS (
     SELECT source_id, run, rank,
-        max(tokens) FILTER (model_role = 'target') AS kv_tokens,
         sum(coalesce(kv_size_gib, k_size_gib + v_size_gib)) FILTER (model_role = 'target') AS kv_gib,
         sum(coalesce(kv_size_gib, k_size_gib + v_size_gib)) FILTER (model_role = 'draft') AS draft_kv_gib,
         sum(coalesce(conv_state_gib, 0) + coalesce(ssm_state_gib, 0) + coalesce(intermediate_ssm_gib, 0)
@@ -63,13 +62,14 @@ per_rank AS (
         w.before_load_gib, w.weights_gib, w.after_weights_gib, sel.mem_fraction_static,
         w.before_load_gib * (1 - sel.mem_fraction_static) AS reserve_gib,
         w.after_weights_gib - w.before_load_gib * (1 - sel.mem_fraction_static) AS kv_formula_gib,
-        kv.kv_tokens, kv.kv_gib, kv.mamba_state_gib, w.draft_weights_gib, kv.draft_kv_gib, g.cuda_graph_gib,
+        p.tokens AS kv_tokens, kv.kv_gib, kv.mamba_state_gib, w.draft_weights_gib, kv.draft_kv_gib, g.cuda_graph_gib,
         coalesce(CASE WHEN w.rank = '' OR w.tp = 0 THEN c.available_gpu_mem_gib END, g.after_graphs_gib)
             AS final_available_gib,
         h.host_cache_gb, h.host_cache_gb * 1e9 / 2^30 AS host_cache_gib, h.host_requested_gb, h.host_free_gb
     FROM selected AS sel
     JOIN weights AS w ON w.source_id = sel.source_id AND w.run = sel.ordinal
     LEFT JOIN kv ON kv.source_id = w.source_id AND kv.run = w.run AND kv.rank = w.rank
+    LEFT JOIN kv_pools AS p ON p.source_id = w.source_id AND p.run = w.run AND p.rank = w.rank
     LEFT JOIN graphs AS g ON g.source_id = w.source_id AND g.run = w.run AND g.rank = w.rank
     LEFT JOIN host AS h ON h.source_id = w.source_id AND h.run = w.run AND h.rank = w.rank
     LEFT JOIN capacity AS c ON c.source_id = w.source_id AND c.run = w.run

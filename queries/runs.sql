@@ -40,11 +40,9 @@ rank0_weights AS (
     GROUP BY ALL
 ),
 rank0_kv AS (
-    SELECT source_id, run,
-           max(tokens) FILTER (model_role = 'target') AS kv_tokens,
-           sum(coalesce(kv_size_gib, k_size_gib + v_size_gib)) FILTER (model_role = 'target') AS kv_gib
-    FROM kv_cache_by_run
-    WHERE is_rank0 AND kind = 'kv_cache_allocated'
+    SELECT source_id, run, max(tokens) AS kv_tokens, sum(kv_gib) AS kv_gib
+    FROM kv_pools
+    WHERE is_rank0
     GROUP BY ALL
 ),
 ranks AS (
@@ -109,7 +107,7 @@ SELECT
     TRY_CAST(json_extract(cfg.args, '$.node_rank') AS INTEGER) AS node_rank,
     round(w.weights_gib, 2) AS weights_gib_per_rank,
     round(w.avail_after_gib, 2) AS avail_after_weights_gib,
-    coalesce(kv.kv_tokens, c.max_total_num_tokens) AS kv_tokens,
+    kv.kv_tokens,
     round(kv.kv_gib, 2) AS kv_gib_per_rank,
     round(w.draft_weights_gib, 2) AS draft_weights_gib_per_rank,
     round(c.available_gpu_mem_gib, 2) AS available_gpu_mem_gib,

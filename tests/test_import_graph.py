@@ -101,4 +101,4 @@ def test_ls_logmine_reads_as_the_flow():
     """Each folder of logmine/ is a stage of the flow; at the top only the face, the command and storage."""
     entries = {p.name for p in (ROOT / "logmine").iterdir() if not p.name.startswith(("_", "."))}
     assert entries == {"inputs", "ingest", "store.py", "derive", "knowledge", "query", "report", "terminal", "fleet",
-                       "lab", "mcp", "api.py", "cli.py", "scripts.py"}
+                       "lab", "mcp", "live", "api.py", "cli.py", "scripts.py"}

@@ -104,13 +104,8 @@ def rebuild_runs(con: duckdb.DuckDBPyConnection) -> None:
     configs: dict[str, tuple[str, int]] = {}
     all_runs, diffs, signs = [], [], []
     for source_id, envelope in sources:
-        runs = segment(con, source_id, envelope)
-        causes = find_causes(con, source_id, [(r.first_line_no, r.last_line_no) for r in runs])
-        rows = [describe_run(r, i + 1, i + 1 == len(runs), c)
-                for i, (r, c) in enumerate(zip(runs, causes, strict=True))]
-        signs += [sign_row(source_id, row["ordinal"], sign, "cause" if sign is c.sign else "consequence")
-                  for row, c in zip(rows, causes, strict=True) if row["cause_line_no"] is not None
-                  for sign in [c.sign, *c.consequences]]
+        rows, source_signs = described(con, source_id, segment(con, source_id, envelope))
+        signs += source_signs
         attach_configs(con, source_id, rows, configs)
         all_runs += rows
         diffs += config_diffs(source_id, rows, configs)
@@ -121,14 +116,73 @@ def rebuild_runs(con: duckdb.DuckDBPyConnection) -> None:
     insert_rows(con, "failure_signs", signs, SIGN_COLUMNS)
 
 
+def described(con: duckdb.DuckDBPyConnection, source_id: int, runs: list[Run],
+              before: int = 0) -> tuple[list[dict], list[dict]]:
+    """The `runs` rows of a source's runs (numbered after `before` earlier ones, the last one its last) with
+    their causes, and their `failure_signs` rows."""
+    causes = find_causes(con, source_id, [(r.first_line_no, r.last_line_no) for r in runs])
+    rows = [describe_run(r, before + i + 1, i + 1 == len(runs), c)
+            for i, (r, c) in enumerate(zip(runs, causes, strict=True))]
+    signs = [sign_row(source_id, row["ordinal"], sign, "cause" if sign is c.sign else "consequence")
+             for row, c in zip(rows, causes, strict=True) if row["cause_line_no"] is not None
+             for sign in [c.sign, *c.consequences]]
+    return rows, signs
+
+
 def sign_row(source_id: int, run: int, sign: Sign, role: str) -> dict[str, object]:
     return {"source_id": source_id, "run": run, "line_no": sign.line_no, "last_line_no": sign.last_line_no,
             "ts": sign.ts, "rank": sign.rank, "origin": sign.source, "family": sign.family, "role": role,
             "text": sign.text}
 
 
-def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None) -> list[Run]:
-    """Split a source's lines (read in `envelope`) into runs."""
+def update_open_runs(con: duckdb.DuckDBPyConnection, grown: set[int], whole: set[int] = frozenset()) -> None:
+    """`rebuild_runs` for a follow's batch, touching only what it can change: the last run of each source in
+    `grown` (the one still open when the batch came) and the runs after it; the sources of `whole` (new, or
+    read again from their start) are segmented whole. The other runs, and the other sources' runs, stay as
+    they were."""
+    for name, columns in (("runs", RUNS_COLUMNS), ("configs", CONFIG_COLUMNS), ("config_diffs", DIFF_COLUMNS),
+                          ("failure_signs", SIGN_COLUMNS)):
+        create_table(con, name, columns)
+    configs = {c: (args, n)
+               for c, args, n in execute(con, "SELECT config_id, CAST(args AS VARCHAR), n_args FROM configs")}
+    known = set(configs)
+    all_runs, diffs, signs = [], [], []
+    for source_id in sorted(grown | whole):
+        found = execute(con, "SELECT envelope FROM sources WHERE source_id = ? AND kind = 'log'", [source_id])
+        if not found:
+            continue
+        last = execute(con, "SELECT ordinal, first_line_no FROM runs WHERE source_id = ? ORDER BY ordinal DESC LIMIT 1",
+                       [source_id])
+        # From the open run on, under systemd (whose starts are its own lines); the first run, and a source
+        # whose launches are told from PIDs and tracebacks, whole (a launch's start may move back to the
+        # first line its process printed).
+        systemd = bool(execute(con, """SELECT 1 FROM lines WHERE source_id = ?
+                                       AND kind IN ('systemd_starting', 'systemd_started') LIMIT 1""", [source_id]))
+        before, from_line = (last[0][0] - 1, last[0][1]) \
+            if last and last[0][0] > 1 and systemd and source_id not in whole else (0, None)
+        rows, source_signs = described(con, source_id, segment(con, source_id, found[0][0], from_line), before)
+        signs += source_signs
+        attach_configs(con, source_id, rows, configs)
+        earlier = execute(con, """SELECT ordinal, config_id FROM runs WHERE source_id = ? AND ordinal <= ?
+                                  AND config_id IS NOT NULL ORDER BY ordinal DESC LIMIT 1""", [source_id, before])
+        closed = [{"ordinal": o, "config_id": c} for o, c in earlier]
+        execute(con, "DELETE FROM runs WHERE source_id = ? AND ordinal > ?", [source_id, before])
+        execute(con, "DELETE FROM config_diffs WHERE source_id = ? AND to_run > ?", [source_id, before])
+        execute(con, "DELETE FROM failure_signs WHERE source_id = ? AND run > ?", [source_id, before])
+        all_runs += rows
+        diffs += config_diffs(source_id, closed + rows, configs)
+    insert_rows(con, "runs", all_runs, RUNS_COLUMNS)
+    insert_rows(con, "configs", [{"config_id": c, "args": args, "n_args": n}
+                                 for c, (args, n) in configs.items() if c not in known], CONFIG_COLUMNS)
+    insert_rows(con, "config_diffs", diffs, DIFF_COLUMNS)
+    insert_rows(con, "failure_signs", signs, SIGN_COLUMNS)
+
+
+def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None,
+            from_line: int | None = None) -> list[Run]:
+    """Split a source's lines (read in `envelope`) into runs; only its lines from `from_line` on, the first
+    line of a run, when given (`update_open_runs`)."""
+    since = from_line or 0
     # A line's own time: `-o cat` and plain files give systemd's lines no time, and the parser carries the
     # previous line's time onto them; for run boundaries that borrowed time would be misleading.
     own_ts = "CASE WHEN l.log_ts IS NULL THEN NULL ELSE l.ts END" if envelope == "plain" else "l.ts"
@@ -140,20 +194,25 @@ def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None
             ON x.source_id = l.source_id AND x.line_no = l.line_no AND x.kind = 'systemd_main_exited'
         LEFT JOIN server_events AS e
             ON e.source_id = l.source_id AND e.line_no = l.line_no AND e.kind = 'uvicorn_started'
-        WHERE l.source_id = $source AND l.kind IN ({', '.join("'" + k + "'" for k in MARKER_KINDS)})
-        ORDER BY l.line_no""", {"source": source_id})]
+        WHERE l.source_id = $source AND l.line_no >= $since
+            AND l.kind IN ({', '.join("'" + k + "'" for k in MARKER_KINDS)})
+        ORDER BY l.line_no""", {"source": source_id, "since": since})]
+    systemd = under_systemd(markers) if from_line is None else bool(execute(con, """
+        SELECT 1 FROM lines WHERE source_id = ? AND kind IN ('systemd_starting', 'systemd_started') LIMIT 1""",
+                                                                           [source_id]))
     # Under systemd a run begins with the unit's start, whatever the PIDs do (see `run_starts`).
-    lifetimes = [] if under_systemd(markers) else execute(con, f"""
+    lifetimes = [] if systemd else execute(con, f"""
         SELECT min(line_no), max(line_no) FROM lines AS l
-        WHERE source_id = ? AND {SERVER_PID_LINE} AND kind IS DISTINCT FROM 'journald_suppressed'
-        GROUP BY pid ORDER BY 1""", [source_id])
-    extent = execute(con, "SELECT min(line_no), max(line_no), max(ts) FROM lines WHERE source_id = ?", [source_id])[0]
+        WHERE source_id = ? AND line_no >= ? AND {SERVER_PID_LINE} AND kind IS DISTINCT FROM 'journald_suppressed'
+        GROUP BY pid ORDER BY 1""", [source_id, since])
+    extent = execute(con, "SELECT min(line_no), max(line_no), max(ts) FROM lines WHERE source_id = ? AND line_no >= ?",
+                     [source_id, since])[0]
     if extent[0] is None:
         return []
-    if not under_systemd(markers):
+    if not systemd:
         markers = sorted(markers + launch_failures(con, source_id), key=lambda m: m.line_no)
-    boundaries = run_starts(markers, launch_starts(lifetimes), extent[0])
-    if not under_systemd(markers):
+    boundaries = run_starts(markers, launch_starts(lifetimes), extent[0], systemd)
+    if not systemd:
         boundaries = first_lines_of_launches(con, source_id, boundaries, markers)
     runs = [Run(source_id, b) for b in boundaries]
     for current, following in zip(runs, runs[1:] + [None], strict=True):
@@ -165,7 +224,7 @@ def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None
         runs[index].markers.append(m)
     # One grouped query for all runs (a crash loop of thousands of restarts would otherwise pay one per
     # run), by PID within each run.
-    bounds: dict[str, object] = {"source": source_id, "firsts": [r.first_line_no for r in runs]}
+    bounds: dict[str, object] = {"source": source_id, "since": since, "firsts": [r.first_line_no for r in runs]}
     join = ASOF_JOIN
     if len(runs) <= RANGE_JOIN_MAX_RUNS:
         join, bounds["lasts"] = RANGE_JOIN, [r.last_line_no for r in runs]
@@ -177,7 +236,7 @@ def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None
             SELECT s.run_index, l.pid, l.kind, {SERVER_PID_LINE}, count(*), min({own_ts}), max({own_ts}),
                    count(*) FILTER (WHERE {own_ts} IS NULL), min(l.line_no) FILTER (WHERE {own_ts} IS NOT NULL)
             FROM lines AS l {join}
-            WHERE l.source_id = $source
+            WHERE l.source_id = $source AND l.line_no >= $since
             GROUP BY ALL""", bounds):
         current = runs[index]
         if server_line:
@@ -190,7 +249,7 @@ def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None
         current.first_stamped = _extreme(min, current.first_stamped, stamped)
         current.first_ts = _extreme(min, current.first_ts, first_ts)
         current.last_ts = _extreme(max, current.last_ts, last_ts)
-    if len(runs) > 1 and not runs[0].markers and not runs[0].pids:
+    if from_line is None and len(runs) > 1 and not runs[0].markers and not runs[0].pids:
         # Lines before the first start (a journal header, a boot marker) belong to the first run.
         runs[1].first_line_no = runs[0].first_line_no
         runs[1].untimed_markers += runs[0].untimed_markers
@@ -268,7 +327,8 @@ def launch_starts(lifetimes: list[tuple[int, int]]) -> set[int]:
     return starts
 
 
-def run_starts(markers: list[Marker], pid_launches: set[int], first_line: int) -> list[int]:
+def run_starts(markers: list[Marker], pid_launches: set[int], first_line: int,
+               has_systemd: bool | None = None) -> list[int]:
     """First line of each run: a run is one launch of the server, with all its worker processes.
 
     Under systemd a run begins with the unit's `Starting` (or a `Started` without one). Elsewhere it
@@ -276,7 +336,8 @@ def run_starts(markers: list[Marker], pid_launches: set[int], first_line: int) -
     within one run, or at a uvicorn `Started server process` after the run's process has ended (several
     tokenizer workers each log one while the launch is starting).
     """
-    has_systemd = under_systemd(markers)
+    if has_systemd is None:
+        has_systemd = under_systemd(markers)
     starts = [first_line]
     previous_systemd = None
     run_has_args = run_has_ended = run_launch_failed = False

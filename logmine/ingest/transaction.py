@@ -4,6 +4,7 @@ everything rolled back if the process is interrupted or the database fails."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -17,6 +18,9 @@ if TYPE_CHECKING:
     from ..inputs.sources import SortedInputs
     from . import transcripts
     from .logs import IngestReport, Progress
+
+# Called inside an ingest's transaction with the connection and the stage ("before" or "after"; see `ingest`).
+InTransaction = Callable[["duckdb.DuckDBPyConnection", str], None]
 
 # DuckDB keeps pages of the tables being written in memory; this bounds it (it spills to disk beyond).
 INGEST_MEMORY = "128MB"
@@ -43,7 +47,8 @@ class Report:
 
 
 def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None = None, tz: str | None = None,
-           progress: Progress | None = None, redact: bool = False, jobs: int | None = None) -> Report:
+           progress: Progress | None = None, redact: bool = False, jobs: int | None = None,
+           in_transaction: InTransaction | None = None, open_runs_only: bool = False) -> Report:
     """Parse the inputs into typed events in the DuckDB file `db` (created if missing).
 
     Logs and transcripts are stored, and runs, configs, diffs and links recomputed, in one
@@ -60,6 +65,12 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
     rows are stored; 3 or more parse several new log files at once, each in a process of its own
     (`logmine.ingest.jobs.files`), and a new journal of 256 MB or more by byte ranges (`logmine.ingest.jobs.ranges`).
     The tables are the same whatever `jobs`.
+
+    `in_transaction` is called inside the ingest's transaction, with the connection, once `"before"` the
+    inputs are read and once `"after"` everything is derived, just before the commit: `logmine follow`
+    keeps its journal cursor and its alerts there, so that they are stored with the rows they cover.
+    `open_runs_only` derives again only the runs the inputs' new lines can change (the last run of each
+    source read, and the runs after it): a follow's batch adds lines at the end of its sources.
     """
     from ..inputs.sources import classify_inputs
     from . import interrupts
@@ -77,7 +88,7 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
 
                 start_prefix_checks(con, found.logs)  # on another core, while the parser loads
             report = _ingest_in_transaction(con, found, envelope, utc_offset, progress, redact,
-                                            jobs or os.cpu_count() or 1)
+                                            jobs or os.cpu_count() or 1, in_transaction, open_runs_only)
         except BaseException:
             con.close()
             if created:  # as it was: no database
@@ -101,12 +112,13 @@ def _remove_database(db: str | Path) -> None:
 
 def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, found: SortedInputs, envelope: str | None,
                            utc_offset: timedelta | None, progress: Progress | None, redact: bool,
-                           jobs: int = 1) -> Report:
+                           jobs: int = 1, in_transaction: InTransaction | None = None,
+                           open_runs_only: bool = False) -> Report:
     import duckdb
 
     from ..derive import rebuild as derive
     from ..knowledge import rebuild as knowledge
-    from ..store import execute, save_setting, setting
+    from ..store import execute, has_table, save_setting, setting
     from . import interrupts, transcripts
     from .jobs.files import ingest_logs_parallel, worth_a_pool
     from .logs import failure_line, ingest_logs
@@ -116,6 +128,8 @@ def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, found: SortedInputs, 
     execute(con, "SET threads = 1")  # the parse worker has the other core
     execute(con, "BEGIN TRANSACTION")
     try:
+        if in_transaction:
+            in_transaction(con, "before")
         redact = redact or setting(con, "redact") == "on"
         if redact:
             save_setting(con, "redact", "on")
@@ -142,15 +156,18 @@ def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, found: SortedInputs, 
             except Exception as exc:  # this transcript is bad: it costs only itself
                 report.logs.failed.append(failure_line(str(path), exc))
         interrupts.check()
-        derive.rebuild(con, utc_offset=utc_offset)
+        touched = {s.source_id: s.status for s in logs.sources} if open_runs_only else None
+        derive.rebuild(con, utc_offset=utc_offset, open_runs_of=touched)
         untimed = dict(execute(con, "SELECT source_id, sum(untimed_markers) FROM runs GROUP BY ALL"))
-        shapes = dict(execute(con, "SELECT source_id, shape FROM new_shape")) if derive.has_table(con, "new_shape") \
+        shapes = dict(execute(con, "SELECT source_id, shape FROM new_shape")) if has_table(con, "new_shape") \
             else {}
         for source in report.logs.sources:
             source.untimed_markers = int(untimed.get(source.source_id) or 0)
             source.new_shape = shapes.get(source.source_id)
         interrupts.check()
         knowledge.rebuild(con)  # facts, claims, decisions; spaCy only when a transcript has text
+        if in_transaction:
+            in_transaction(con, "after")
         interrupts.check()  # the last moment at which stopping leaves the database as it was
     except BaseException:
         execute(con, "ROLLBACK")

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 import duckdb
 import pandas as pd
 
-from ..derive.rebuild import has_table
 from ..query import named_queries
 from ..query.selection import source_names
+from ..store import has_table
 from .model import Citation
 
 # Per-run queries, each keyed by the column that holds the run ordinal.

@@ -74,8 +74,8 @@ SELECT q.session_id, q.id, q.idx,
                       AND e.first_line_no BETWEEN r.first_line_no AND r.last_line_no),
            'host_cache_gb_total', (SELECT round(sum(h.host_gb), 2) FROM host_cache_by_run AS h WHERE h.source_id = r.source_id
                       AND h.run = r.ordinal AND h.kind = 'hicache_host_alloc'),
-           'kv_tokens', (SELECT max(k.tokens) FROM kv_cache_by_run AS k WHERE k.source_id = r.source_id
-                      AND k.run = r.ordinal AND k.model_role = 'target' AND k.kind = 'kv_cache_allocated'))
+           'kv_tokens', (SELECT max(k.tokens) FROM kv_pools AS k WHERE k.source_id = r.source_id
+                      AND k.run = r.ordinal))
        END
 FROM requests AS q
 LEFT JOIN answers AS a ON a.session_id = q.session_id AND a.idx = q.idx
