@@ -105,10 +105,13 @@ def open_data(folder: str | Path) -> Iterator[duckdb.DuckDBPyConnection]:
 
 def export_parquet(con: duckdb.DuckDBPyConnection, out: str | Path) -> dict[str, int]:
     """Write every table as Parquet under `out`, partitioned by host and day where the rows have them
-    (layout in `logmine.fleet.parquet`); returns the rows written per table."""
+    (layout in `logmine.fleet.parquet`); returns the rows written per table. The files get the database's
+    access: a database only its owner reads gives an export only its owner reads."""
     from .fleet.parquet import export
+    from .store import database_file, written_like
 
-    return export(con, out)
+    with written_like(database_file(con)):
+        return export(con, out)
 
 
 def engine(db: str | Path = DEFAULT_DB) -> sqlalchemy.engine.Engine:
@@ -185,6 +188,16 @@ def report(con: duckdb.DuckDBPyConnection, fmt: str = "html", runs: list[int] | 
     for run_ in runs or []:
         selected["source"] = check_selection(con, source=selected["source"], run=run_)["source"]
     return render_report(con, fmt=fmt, runs=runs, source=selected["source"], session=session)
+
+
+def write_report(con: duckdb.DuckDBPyConnection, output: str | Path, fmt: str = "html", **selection: object) -> str:
+    """`report` written to the file `output` with the database's access (as `export_parquet`); returns its
+    text."""
+    from .store import database_file, write_text_like
+
+    text = report(con, fmt=fmt, **selection)
+    write_text_like(database_file(con), Path(output), text)
+    return text
 
 
 def summary(con: duckdb.DuckDBPyConnection, source: str | None = None) -> list[str]:

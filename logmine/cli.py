@@ -108,13 +108,20 @@ def main(ctx: click.Context, db: str | None) -> None:
               help="Processes that share the parse (default: one per core; 1: this one alone; 2: a parse "
                    "worker beside it, the next file read ahead; 3+: several files, or byte ranges of one "
                    "large journal, at once).")
+@click.option("--replace", is_flag=True,
+              help="A log truncated or rewritten since its last ingest replaces its stored rows (by default they "
+                   "are kept as an earlier generation, NAME@N, beside the new content).")
+@click.option("--follow-links", is_flag=True,
+              help="In the folders named, follow symlinks that lead outside them too (never into /proc, /sys).")
 @click.option("--engine", type=click.Choice(["duckdb", "spark"]), default="duckdb", show_default=True,
               help="spark: parse the log files in Spark tasks into a Parquet folder (--out) instead of --db; "
                    "PATHS may then be Hadoop URIs too (hdfs://, s3a://, gs://, file://...).")
 @click.option("--master", default="local[2]", show_default=True, help="Spark master URL (with --engine spark).")
-@click.option("--out", default=None, metavar="FOLDER", help="The Parquet folder a Spark ingest writes (replaced).")
+@click.option("--out", default=None, metavar="FOLDER",
+              help="The Parquet folder a Spark ingest writes (an old one replaced once the new one is complete).")
 def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None, as_json: bool,
-           redact: bool, jobs: int | None, engine: str, master: str, out: str | None) -> None:
+           redact: bool, jobs: int | None, replace: bool, follow_links: bool, engine: str, master: str,
+           out: str | None) -> None:
     """Ingest SGLang logs/journals and agent transcripts (files, directories, or - for stdin)."""
     api.prepare_ingest(list(paths), db, jobs, spark=engine == "spark")
     if engine == "spark":
@@ -124,7 +131,7 @@ def ingest(paths: tuple[str, ...], db: str, envelope: str | None, tz: str | None
     with api.progress_bar(enabled=not as_json) as progress:
         try:
             report = api.ingest(list(paths), db=db, envelope=envelope, tz=tz, progress=progress, redact=redact,
-                                jobs=jobs)
+                                jobs=jobs, follow_links=follow_links, replace=replace)
         except (api.InputError, FileNotFoundError) as exc:
             fail(str(exc))
     api.check_interrupted(committed=True)
@@ -412,15 +419,15 @@ def report(db: str, output: str, fmt: str | None, runs: tuple[int, ...], source:
            session: str | None) -> None:
     """Write a postmortem: what happened, why, what it cost, with the log line behind every figure."""
     fmt = fmt or api.report_format(output)
+    selection = {"runs": list(runs) or None, "source": source, "session": session}
     with api.open_db(db) as con:
-        text = api.report(con, fmt=fmt, runs=list(runs) or None, source=source, session=session)
-    if output == "-":
-        click.echo(text)
-        return
-    try:
-        Path(output).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        fail(f"{output}: cannot write the report ({exc.strerror})")
+        if output == "-":
+            click.echo(api.report(con, fmt=fmt, **selection))
+            return
+        try:
+            text = api.write_report(con, output, fmt=fmt, **selection)
+        except OSError as exc:
+            fail(f"{output}: cannot write the report ({exc.strerror})")
     click.echo(f"{output}: {fmt} report, {len(text):,} characters", err=True)
 
 

@@ -389,3 +389,50 @@ def upsert_source(con: duckdb.DuckDBPyConnection, record: Mapping[str, object]) 
     placeholders = ", ".join("?" for _ in names)
     cols = ", ".join(f'"{n}"' for n in names)
     execute(con, f"INSERT INTO sources ({cols}) VALUES ({placeholders})", [record[n] for n in names])
+
+
+# ---------------------------------------------------------------- files written beside the database
+
+
+def database_file(con: duckdb.DuckDBPyConnection) -> Path | None:
+    """The file `con` has open (None in memory)."""
+    found = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()
+    return Path(found[0]) if found and found[0] else None
+
+
+def umask_like(database: Path | None) -> int:
+    """The umask under which what logmine writes from a database (exports, reports) gets its access: a
+    group or others that cannot read the database read none of it (folders lose their x too); with no
+    database file, the owner's alone, as a database logmine creates."""
+    try:
+        mode = database.stat().st_mode if database else 0o600
+    except OSError:
+        mode = 0o600
+    umask = 0
+    for read, write, every in ((stat.S_IRGRP, stat.S_IWGRP, 0o070), (stat.S_IROTH, stat.S_IWOTH, 0o007)):
+        umask |= every if not mode & read else (0 if mode & write else write)
+    return umask
+
+
+@contextmanager
+def written_like(database: Path | None) -> Iterator[None]:
+    """Files and folders made inside get the database's access (`umask_like`)."""
+    import os
+
+    previous = os.umask(umask_like(database))
+    try:
+        yield
+    finally:
+        os.umask(previous)
+
+
+def write_text_like(database: Path | None, output: Path, text: str) -> None:
+    """`output` written with `text`, readable by whoever may read the database and no one else (a file
+    already there included)."""
+    import os
+
+    with written_like(database):
+        fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    os.fchmod(fd, 0o666 & ~umask_like(database))
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)

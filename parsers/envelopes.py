@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import bounded_json
 from .vector_columns import bounded_int, bounded_ints, cut, flags, ints, patch
 
 MAX_UTC_OFFSET = timedelta(hours=14)  # the widest real one (UTC+14); beyond it two stamps just disagree
@@ -106,6 +107,12 @@ class Envelope:
     trace: dict[str, str] | None = None  # Dynamo's trace context (TRACE_FIELDS)
 
 
+# journal-short stamps have no year: one is counted on when the month goes back by at least this many (December
+# to January is 11; a server off from November to March comes back 8 months "back"). A month or two back is
+# the clock stepped back (NTP after a bad RTC, a VM restored), read in the same year.
+NEW_YEAR_DROP = 6
+
+
 @dataclass
 class TimeContext:
     year: int
@@ -128,7 +135,7 @@ def _local_from_epoch(seconds: float, ctx: TimeContext) -> str | None:
 
 def _short_time(m: re.Match[str], ctx: TimeContext) -> str:
     month = MONTHS.get(m["mon"], 1)
-    if ctx.last_month and month < ctx.last_month:  # journal rolled over into a new year
+    if ctx.last_month and ctx.last_month - month >= NEW_YEAR_DROP:  # journal rolled over into a new year
         ctx.year += 1
     ctx.last_month = month
     return f"{ctx.year:04d}-{month:02d}-{int(m['day']):02d} {m['time']}{_fraction(m['frac'])}"
@@ -186,7 +193,7 @@ def json_text(value: object) -> str | None:
 
 def read_json(line: str, ctx: TimeContext) -> Envelope:
     try:
-        record = json.loads(line)
+        record = bounded_json.loads(line)
     except ValueError:
         return Envelope(None, None, None, None, line)
     if not isinstance(record, dict):
@@ -387,13 +394,14 @@ def _read_short_block(lines: pa.StringArray, ctx: TimeContext, ascii_rows: np.nd
 
 
 def _years(month: np.ndarray, valid: np.ndarray, ctx: TimeContext) -> np.ndarray:
-    """The journal-short year per line: it goes up by one each time the month goes down."""
+    """The journal-short year per line: it goes up by one each time the month goes down by NEW_YEAR_DROP
+    or more."""
     seen = month[valid]
     year = np.full(len(month), ctx.year, dtype=np.int64)
     if not len(seen):
         return year
     before = np.concatenate([[ctx.last_month], seen[:-1]])
-    rolled = ctx.year + np.cumsum((before != 0) & (seen < before))
+    rolled = ctx.year + np.cumsum((before != 0) & (before - seen >= NEW_YEAR_DROP))
     year[valid] = rolled
     ctx.year, ctx.last_month = int(rolled[-1]), int(seen[-1])
     return year
@@ -410,7 +418,7 @@ def _years_of_texts(month: np.ndarray, valid: np.ndarray, ctx: TimeContext, rest
     first = np.r_[True, text[1:] != text[:-1]]
     before = np.concatenate([[0], seen[:-1]])
     before[first] = ctx.last_month
-    rolls = (before != 0) & (seen < before)
+    rolls = (before != 0) & (before - seen >= NEW_YEAR_DROP)
     steps = np.cumsum(rolls)
     start = np.maximum.accumulate(np.where(first, np.arange(len(seen)), 0))
     year[valid] = ctx.year + steps - steps[start] + rolls[start]
@@ -479,7 +487,7 @@ def infer_context(fmt: str, sample: Iterable[str], fallback_year: int) -> TimeCo
 
 def _offset_from_json(line: str) -> timedelta | None:
     try:
-        record = json.loads(line)
+        record = bounded_json.loads(line)
     except ValueError:
         return None
     if not isinstance(record, dict):

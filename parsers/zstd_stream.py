@@ -8,13 +8,17 @@ from typing import BinaryIO
 
 import zstandard
 
+from .limits import ExpansionCheck
+
 
 class ZstdReader(io.RawIOBase):
     """zstd frames decompressed as a stream, which raises at the end of data cut inside a frame (the
-    library's stream reader ends there quietly, and a truncated file would lose its lines unnoticed)."""
+    library's stream reader ends there quietly, and a truncated file would lose its lines unnoticed), and
+    is refused (`limits.LimitExceeded`) when it expands past `limits.ExpansionCheck`."""
 
     def __init__(self, raw: BinaryIO) -> None:
         self.raw = raw
+        self.check = ExpansionCheck()
         self.frame = zstandard.ZstdDecompressor().decompressobj()
         self.started = False  # the current frame has had input
         self.pending = bytearray()
@@ -24,15 +28,22 @@ class ZstdReader(io.RawIOBase):
 
     def read(self, size: int = -1) -> bytes:
         while size < 0 or len(self.pending) < size:
-            chunk = self.raw.read(1 << 16)  # small reads keep the output of one call small too
+            # Small reads keep the output of one call small too; smaller still until the data is seen to expand
+            # no more than twentyfold (one zstd block of a few bytes can stand for 128 KB).
+            small = not self.check.taken or self.check.given >= 20 * self.check.taken
+            chunk = self.raw.read(1 << 10 if small else 1 << 16)
             if not chunk:
                 if self.started and not self.frame.eof:
                     raise EOFError("zstd data ends inside a frame")
                 break
+            taken = len(chunk)
             while chunk:
                 if self.frame.eof:  # concatenated frames: a new one begins
                     self.frame = zstandard.ZstdDecompressor().decompressobj()
-                self.pending += self.frame.decompress(chunk)
+                given = self.frame.decompress(chunk)
+                self.check.add(taken, len(given))
+                taken = 0
+                self.pending += given
                 self.started = True
                 chunk = self.frame.unused_data if self.frame.eof else b""
         size = len(self.pending) if size < 0 else size

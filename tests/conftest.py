@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import duckdb
@@ -16,6 +19,8 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("LOGMINE_SHARED") or REPO.parent / "shared")
 SAMPLE = SHARED / "samples" / "kimi-k25"
 CORPUS = SHARED / "corpus" / "sglang"
+# The tests of --jobs run pools of more processes than this machine has cores (ingests cap them at the cores).
+os.environ.setdefault("LOGMINE_MAX_JOBS", "64")
 
 
 def shared_path(*parts: str) -> Path:
@@ -66,3 +71,21 @@ def ingested(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., duckdb.D
         return duckdb.connect(str(cache[key]), read_only=True)
 
     return make
+
+
+@pytest.fixture
+def open_dir() -> Iterator[Path]:
+    """A folder every local user may enter (pytest's own are the owner's alone), so that what keeps a second
+    user out of a file logmine writes is the file's own mode."""
+    folder = Path(tempfile.mkdtemp(prefix="logmine-open-", dir="/tmp"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def as_second_user(*command: str) -> subprocess.CompletedProcess:
+    """`command` run as the local user `nobody` (setpriv); a clean skip unless this is root with setpriv."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("a second local user needs root and setpriv")
+    return subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", *command],
+                          capture_output=True, timeout=30)

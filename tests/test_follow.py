@@ -174,7 +174,7 @@ def test_follow_files_through_rotation_and_truncation(tmp_path: Path) -> None:
     the_same_without(expected, actual, FOLLOW_TABLES)
     paths = [r[0] for r in duckdb.connect(str(db), read_only=True).execute(
         "SELECT path FROM sources ORDER BY source_id").fetchall()]
-    assert paths == [str(logs / "server.log.1"), f"{server}#1", str(server)]
+    assert paths == [str(logs / "server.log.1"), f"{server}@1", str(server)]
 
 
 def journalctl_processes(journal: Path) -> list[int]:

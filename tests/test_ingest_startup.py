@@ -71,7 +71,7 @@ def test_a_grown_file_checked_while_the_parser_loads(tmp_path: Path, edited: boo
         at = data.index(b"avail mem=", 120_000)
         data = data[:at] + b"avail mem=11.11" + data[at + 15:]
     journal.write_bytes(data + MORE)
-    (source,) = api.ingest([str(journal)], db=db).logs.sources
+    (source,) = api.ingest([str(journal)], db=db, replace=True).logs.sources
     assert source.status == ("replaced" if edited else "grown")
     assert source.lines_read == (data.count(b"\n") + 1 if edited else 1)
     import duckdb

@@ -12,14 +12,19 @@ import pytest
 import xxhash
 import zstandard
 
-from logmine.ingest.logs import IngestReport, ingest_logs
+from logmine.ingest.logs import REPLACE_CHANGED, IngestReport, ingest_logs
 from tests.test_growth import JOURNAL, tables
 
 MORE = b"Mar 12 12:00:00 gpu-box systemd[1]: Stopping sglang-qwen.service - SGLang Qwen3-32B...\n"
 
 
-def ingest(con: duckdb.DuckDBPyConnection, *paths: Path) -> IngestReport:
-    report = ingest_logs(con, [str(p) for p in paths])
+def ingest(con: duckdb.DuckDBPyConnection, *paths: Path, replace: bool = False) -> IngestReport:
+    """`ingest_logs`; `replace` as `--replace` (an edited file's rows replaced, not kept as a generation)."""
+    asked = REPLACE_CHANGED.set(replace)
+    try:
+        report = ingest_logs(con, [str(p) for p in paths])
+    finally:
+        REPLACE_CHANGED.reset(asked)
     assert not report.failed, report.failed
     return report
 
@@ -42,7 +47,7 @@ def test_an_edit_in_place_is_read_again_from_the_start(tmp_path: Path, grown: bo
     at = data.index(b"avail mem=", 120_000)
     edited = data[:at] + b"avail mem=11.11" + data[at + 15:] + (MORE if grown else b"")
     path.write_bytes(edited)
-    (source,) = ingest(con, path).sources
+    (source,) = ingest(con, path, replace=True).sources
     assert (source.status, source.note) == ("replaced", "edited where read before: read again whole, its rows replaced")
     assert tables(con) == whole(path)
 
@@ -159,7 +164,7 @@ def test_a_source_hashed_with_sha256_by_an_older_logmine_is_checked_with_sha256(
         at = data.index(b"avail mem=", 120_000)
         data = data[:at] + b"avail mem=11.11" + data[at + 15:]
     path.write_bytes(data + MORE)
-    (source,) = ingest(con, path).sources
+    (source,) = ingest(con, path, replace=True).sources
     assert source.status == ("replaced" if edited else "grown")
     size, digest = con.execute("SELECT size_bytes, content_hash FROM sources").fetchone()
     hasher = xxhash.xxh3_128 if edited else hashlib.sha256  # read again whole: hashed the new way

@@ -45,13 +45,25 @@ class DatabaseState:
 
 
 def mine(con: duckdb.DuckDBPyConnection) -> None:
-    """Give every key of the untyped lines a template id, mining the keys not seen before."""
+    """Give every key of the untyped lines a template id, mining the keys not seen before; keys no stored
+    line has any more (a line cut by the end of a growing file, read again whole; a source replaced) are
+    dropped, with the templates only they made, from the tables and from the miner's state."""
     create_tables(con, TABLES)
     execute(con, UNTYPED_KEY)
-    new_keys = [r[0] for r in execute(con, """
-        SELECT DISTINCT untyped_key(message) AS key FROM lines WHERE kind IS NULL AND message IS NOT NULL
-        EXCEPT SELECT key FROM untyped_keys ORDER BY key""")]
-    if not new_keys:
+    execute(con, "CREATE OR REPLACE TEMP TABLE _present_keys AS SELECT DISTINCT untyped_key(message) AS key "
+                 "FROM lines WHERE kind IS NULL AND message IS NOT NULL")
+    try:
+        new_keys = [r[0] for r in execute(con, "SELECT key FROM _present_keys EXCEPT SELECT key FROM untyped_keys "
+                                               "ORDER BY key")]
+        emptied = [r[0] for r in execute(con, """
+            SELECT DISTINCT template_id FROM untyped_keys WHERE key NOT IN (SELECT key FROM _present_keys)
+            EXCEPT SELECT template_id FROM untyped_keys WHERE key IN (SELECT key FROM _present_keys)""")]
+        stale = execute(con, "SELECT count(*) FROM untyped_keys WHERE key NOT IN (SELECT key FROM _present_keys)")
+        if stale[0][0]:
+            execute(con, "DELETE FROM untyped_keys WHERE key NOT IN (SELECT key FROM _present_keys)")
+    finally:
+        execute(con, "DROP TABLE _present_keys")
+    if not new_keys and not emptied:
         return
     from drain3 import TemplateMiner  # here: most ingests have no new untyped line
     from drain3.template_miner_config import TemplateMinerConfig
@@ -59,8 +71,11 @@ def mine(con: duckdb.DuckDBPyConnection) -> None:
     config = TemplateMinerConfig()
     config.snapshot_interval_minutes = 10**9  # saved once, below, inside the ingest's transaction
     miner = TemplateMiner(DatabaseState(con), config)
+    for template_id in emptied:  # the prefix tree skips ids it no longer finds
+        miner.drain.id_to_cluster.pop(template_id, None)
     ids = [miner.add_log_message(key)["cluster_id"] for key in new_keys]
-    _store(con, "untyped_keys", {"key": new_keys, "template_id": ids})
+    if new_keys:
+        _store(con, "untyped_keys", {"key": new_keys, "template_id": ids})
     execute(con, "DELETE FROM untyped_templates")  # a template widens as keys join it
     clusters = miner.drain.clusters
     _store(con, "untyped_templates", {"template_id": [c.cluster_id for c in clusters],

@@ -90,18 +90,50 @@ class SparkIngestReport:
 def ingest(paths: list[str], out: str | Path, master: str = "local[2]", envelope: str | None = None,
            redact: bool = False) -> SparkIngestReport:
     """Parse the log files under `paths` on Spark into the Parquet layout at `out` (a folder an earlier
-    ingest wrote is replaced; `redact` as for `logmine.ingest.transaction.ingest`)."""
-    from itertools import groupby
-
-    from ..inputs.sources import InputError, classify_inputs
+    ingest wrote is replaced once the new one is complete; `redact` as for `logmine.ingest.transaction.ingest`)."""
+    from ..inputs.sources import InputError
+    from ..store import written_like
     from .spark_engine import session
 
     out = local_out(str(out))
-    if out.exists() and any(out.iterdir()):
-        if not (out / MANIFEST).exists():  # never remove a folder that logmine did not write
-            raise InputError(f"{out}: not empty and not a logmine Parquet folder; give a new or empty --out")
-        shutil.rmtree(out)
-    spark = session(master, app="logmine-ingest")
+    if out.exists() and any(out.iterdir()) and not (out / MANIFEST).exists():
+        raise InputError(f"{out}: not empty and not a logmine Parquet folder; give a new or empty --out")
+    # PySpark or Java missing: refused here, nothing touched. The export holds what the logs hold: its owner's
+    # alone (the umask the Spark processes started here inherit; the staging folder below is 0700).
+    with written_like(None):
+        spark = session(master, app="logmine-ingest")
+    # The new export is written beside the old one, which it replaces only once complete: a failure (no input
+    # read, Spark lost, Ctrl-C) leaves the old export as it was.
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
+    try:
+        try:
+            report = _ingest_into(spark, paths, staging, envelope, redact)
+        except InputError as exc:
+            raise InputError(str(exc).replace(str(staging), str(out))) from None
+        _swap_in(staging, out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    report.out = str(out)
+    return report
+
+
+def _swap_in(staging: Path, out: Path) -> None:
+    """`staging` becomes `out`; an old `out` is moved aside first and removed once the new one is in place."""
+    old = None
+    if out.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+        os.rename(out, old / out.name)
+    os.rename(staging, out)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _ingest_into(spark: object, paths: list[str], out: Path, envelope: str | None, redact: bool) -> SparkIngestReport:
+    from itertools import groupby
+
+    from ..inputs.sources import InputError, classify_inputs
+
     # In the order named: a run of local paths sorted as today, each URI listed by Spark's filesystem.
     inputs: list[str | RemoteFile] = []
     skipped: list[str] = []

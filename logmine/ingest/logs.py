@@ -19,6 +19,7 @@ import functools
 import itertools
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -28,7 +29,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..inputs.identity import PrefixCheck, content_hash, content_hasher, same_content
+from ..inputs.identity import (
+    PrefixCheck,
+    content_hash,
+    content_hasher,
+    content_kept,
+    restore_generation,
+    retire_generation,
+    same_content,
+)
 from ..inputs.sources import (
     BLOCK_BYTES,
     SNIFF_BYTES,
@@ -48,7 +57,9 @@ from ..inputs.sources import (
 from ..parsers.batch_stats import expand_stats
 from ..parsers.envelopes import FORMATS, TimeContext, detect_format, infer_context
 from ..parsers.events import COMMON_COLUMNS, EVENT_TABLES
+from ..parsers.limits import LimitExceeded
 from ..parsers.log_lines import LINE_COLUMNS, ColumnBatch, LineParser, table_columns
+from ..parsers.secret_patterns import PRIVATE_KEY_BEGIN, PRIVATE_KEY_END
 from ..parsers.transcripts.model import TranscriptUnreadable
 from ..store import (
     SavedRows,
@@ -66,6 +77,9 @@ from .redact import Redactor
 from .worker.parse import WorkerDied, WorkerParse
 from .worker.processes import WORKER_MIN_BYTES
 
+# `--replace`: a file truncated or rewritten since its last ingest has its rows replaced, not kept as an
+# earlier generation. Set for one ingest by `transaction.ingest`.
+REPLACE_CHANGED: ContextVar[bool] = ContextVar("replace_changed", default=False)
 BATCH_LINES = 50_000
 SMALL_APPEND_ROWS = 1000
 TAIL_BYTES = 4096
@@ -78,7 +92,7 @@ Progress = Callable[[str, int, int | None], None]  # (input name, bytes done, by
 class SourceReport:
     path: str
     source_id: int
-    status: str  # new, grown, unchanged, replaced, copy (see `note`)
+    status: str  # new, grown, unchanged, replaced, generation, copy (see `note`)
     envelope: str | None = None
     lines_read: int = 0
     lines_typed: int = 0
@@ -87,9 +101,11 @@ class SourceReport:
     untimed_markers: int = 0  # in the whole source, once its runs are derived
     note: str | None = None  # what was done and why, when its content was seen before or changed
     new_shape: str | None = None  # lines of a shape logmine does not read (`drift`), once the ingest is derived
+    lines_cut: int = 0  # lines longer than `limits.MAX_LINE_BYTES`, stored cut to it
 
     def as_dict(self) -> dict:
         return {"path": self.path, "source_id": self.source_id, "status": self.status, "note": self.note,
+                "lines_cut": self.lines_cut,
                 "format": self.envelope,
                 "lines_read": self.lines_read, "lines_typed": self.lines_typed,
                 "lines_untyped": self.lines_untyped, "by_kind": dict(self.by_kind.most_common()),
@@ -160,7 +176,7 @@ def failure_line(path: str, exc: Exception) -> str:
     """One line naming the input and why it failed."""
     if isinstance(exc, (InputError, TranscriptUnreadable)):
         return str(exc)
-    if isinstance(exc, WorkerDied):
+    if isinstance(exc, (WorkerDied, LimitExceeded)):
         return f"{path}: {exc}"
     if isinstance(exc, OSError) and exc.strerror:
         return f"{path}: cannot read ({exc.strerror})"
@@ -191,6 +207,8 @@ def _ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None
     if same:  # the source read before under another name: it goes on here
         previous = same.source
     start_offset, first_line, status, check = plan_resume(inp, previous, check_later)
+    if status == "replaced" and not same and lost_content(inp, previous) and not REPLACE_CHANGED.get():
+        return _new_generation(con, inp, envelope, progress, redact, worker, previous)
     source_id = previous["source_id"] if previous else next_source_id(con)
     report = SourceReport(inp.display, source_id, status, note=same.note() if same else None)
     if status == "replaced":
@@ -217,6 +235,29 @@ def _ingest_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None
         saved.restore()
         raise
     saved.discard()
+    return report
+
+
+def lost_content(inp: Input, previous: dict) -> bool:
+    """Whether a file read again whole no longer holds all its last ingest read: a plain file's does not
+    (that is why it is read again), a compressed one's may (a `.gz` rewritten with more lines)."""
+    return inp.compression is None or not content_kept(inp, previous)
+
+
+def _new_generation(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, progress: Progress | None,
+                    redact: bool, worker: bool, previous: dict) -> SourceReport:
+    """A file truncated (`> server.log`, a unit's `StandardOutput=file:` at restart) or rewritten since its
+    last ingest: its stored rows and runs may be the only copy, so they are kept as an earlier generation
+    (`inputs.identity.retire_generation`) and the file is read as a new source beside them."""
+    earlier = retire_generation(con, previous)
+    try:
+        report = _ingest_log(con, inp, envelope, progress, redact, worker, None, None, check_later=False)
+    except BaseException:
+        restore_generation(con, previous)
+        raise
+    report.status = "generation"
+    report.note = (f"truncated or rewritten: a new generation; the earlier {previous['lines_ingested']:,} lines and "
+                   f"their runs kept as {earlier}")
     return report
 
 
@@ -252,6 +293,7 @@ def _read_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, 
             if plan.source_id != source_id:  # parsed ahead under the id a failed input before it did not take
                 tables = {name: _with_source_id(data, source_id) for name, data in tables.items()}
             appender.add(tables, report)
+            report.lines_cut += parsed.cut_lines
             if progress:
                 progress(inp.display, start_offset + parsed.consumed, inp.size)
     appender.close()
@@ -305,6 +347,7 @@ class ParsePlan:
     last_ts: str | None = None  # the time and kind of the line before `first_line`, when resuming
     last_kind: str | None = None
     redact: bool = False  # replace secrets in each line before it is parsed (`logmine.ingest.redact`)
+    key_lines_left: int = 0  # resuming inside a private key an earlier ingest began (`redact.KeyBlock`)
     end_offset: int | None = None  # where to stop: one byte range of a file (`logmine.ingest.jobs.ranges`)
     file_host: str | None = None  # what a per-rank file's name says (`inputs.sources.per_rank_file`)
     file_rank: int | None = None
@@ -379,10 +422,26 @@ def plan_parse(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
         found = execute(con, "SELECT CAST(ts AS VARCHAR), kind FROM lines WHERE source_id = ? AND line_no = ?",
                     [source_id, first_line - 1])
         plan.last_ts, plan.last_kind = found[0] if found else (None, None)
+        if redact:
+            plan.key_lines_left = open_key_lines(con, source_id, first_line)
         if plan.last_ts and fmt == "journal-short":
             # The year its stamps had reached, and the month a later January is seen to roll over from.
             time.year, time.last_month = int(plan.last_ts[:4]), int(plan.last_ts[5:7])
     return plan, stream
+
+
+def open_key_lines(con: duckdb.DuckDBPyConnection, source_id: int, first_line: int) -> int:
+    """How many lines of a private key begun before `first_line` (its BEGIN stored, no END after it) may
+    still come: its material, appended later, is redacted as if read in one go."""
+    from ..parsers.secret_patterns import MAX_KEY_LINES
+
+    begin, end = execute(con, "SELECT max(line_no) FILTER (WHERE regexp_matches(message, ?)), "
+                              "max(line_no) FILTER (WHERE regexp_matches(message, ?)) FROM lines "
+                              "WHERE source_id = ? AND message LIKE '%PRIVATE KEY%'",
+                         [PRIVATE_KEY_BEGIN, PRIVATE_KEY_END, source_id])[0]
+    if begin is None or (end is not None and end >= begin):
+        return 0
+    return max(0, MAX_KEY_LINES - (first_line - 1 - begin))
 
 
 def _with_source_id(data: pa.Table, source_id: int) -> pa.Table:
@@ -405,6 +464,7 @@ class Parsed:
     digest: str | None = None  # content hash of all bytes read, on the final batch of an input read from its start
     reopen_line: int | None = None  # first line of a traceback still open at the end, on the final batch
     time: TimeContext | None = None  # the year and month the stamps had reached, on the final batch
+    cut_lines: int = 0  # lines of this batch longer than `limits.MAX_LINE_BYTES`, stored cut
 
 
 def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iterator[Parsed]:
@@ -415,10 +475,10 @@ def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iter
     stream = stream or PeekableStream(open_bytes(plan.inp, plan.start_offset, plan.end_offset), plan.inp.display)
     parser = LineParser(plan.source_id, plan.envelope, plan.time, plan.fallback_date, last_ts=plan.last_ts,
                         last_kind=plan.last_kind, file_rank=plan.file_rank, file_host=plan.file_host)
-    redactor = Redactor() if plan.redact else None
+    redactor = Redactor(plan.key_lines_left) if plan.redact else None
     # Every byte read is hashed (`source_identity`): a file edited in place, copied or renamed is recognised.
     hasher = content_hasher() if plan.start_offset == 0 else None
-    line_no, consumed, partial = plan.first_line - 1, 0, False
+    line_no, consumed, partial, cut_lines = plan.first_line - 1, 0, False, 0
     batch = ColumnBatch()
     try:
         for number, block in enumerate(iter_line_blocks(stream, hasher)):
@@ -428,13 +488,15 @@ def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iter
             parser.parse_block(line_no + 1, lines, bad, batch)
             line_no += len(lines)
             partial, consumed = block.partial_last, block.end_offset
+            cut_lines += block.cut_lines
             if len(batch) >= BATCH_LINES or number == 0:
-                yield Parsed(typed_batch(batch.tables(), stats=False), consumed, line_no, partial, False)
-                batch = ColumnBatch()
+                yield Parsed(typed_batch(batch.tables(), stats=False), consumed, line_no, partial, False,
+                             cut_lines=cut_lines)
+                batch, cut_lines = ColumnBatch(), 0
         reopen_line = min((err.first_line_no for err in parser.tracebacks.open), default=None)
         parser.finish(batch)
         yield Parsed(typed_batch(batch.tables(), stats=False), consumed, line_no, partial, True,
-                     hasher and hasher.hexdigest(), reopen_line, parser.time)
+                     hasher and hasher.hexdigest(), reopen_line, parser.time, cut_lines)
     finally:
         if plan.inp.path != "-":
             stream.close()

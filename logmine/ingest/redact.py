@@ -11,6 +11,8 @@ detect-secrets' plugins. Both run only on the lines a column-wide RE2 hint lets 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import re
 from importlib import import_module
@@ -19,9 +21,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..parsers.secret_patterns import HINT, PATTERNS, PRIVATE_KEY_BEGIN, PRIVATE_KEY_END, PUBLIC_PREFIXES
+from ..parsers.secret_patterns import (
+    HINT,
+    KEY_MATERIAL,
+    MAX_KEY_LINES,
+    PATTERNS,
+    PRIVATE_KEY_BEGIN,
+    PRIVATE_KEY_END,
+    PUBLIC_PREFIXES,
+    reads_as_a_name,
+)
 from ..parsers.vector_columns import flags, patch
 
+# The lines a secret other than a private key's material may be on (a BEGIN marker alone is none).
+SECRET_HINT = "|".join(part for part in HINT.split("|") if part != "PRIVATE KEY")
 PLACEHOLDER = "<secret:"
 PLACEHOLDERS = re.compile(r"<secret:[^>\s]*>")
 # detect-secrets plugins for providers the pattern table does not cover (their `analyze_string` gives
@@ -43,25 +56,79 @@ def placeholder(value: str) -> str:
     return f"{PLACEHOLDER}{prefix}…{hashlib.blake2b(value.encode(), digest_size=3).hexdigest()}>"
 
 
-class Redactor:
-    """Replaces secrets in texts (`text`) and in a log's lines, block after block (`lines`)."""
+def replacement(value: str) -> str:
+    """The placeholder of `value`, once per line it spans (a token a terminal wrapped keeps its line break,
+    so that no line is lost; both halves get the placeholder of the whole)."""
+    whole = placeholder(re.sub(r"\r?\n", "", value))
+    return "\n".join(whole for _ in value.split("\n"))
 
-    def __init__(self) -> None:
-        self.patterns = [re.compile(p.regex) for p in PATTERNS]
-        self.key_block = re.compile(f"({PRIVATE_KEY_BEGIN})(.*?)({PRIVATE_KEY_END})", re.DOTALL)
-        self.key_begin, self.key_end = re.compile(PRIVATE_KEY_BEGIN), re.compile(PRIVATE_KEY_END)
+
+def holds_a_token(encoded: str) -> bool:
+    """`encoded` is base64 of printable text that begins with a provider's prefix."""
+    try:
+        decoded = base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True).decode("ascii")
+    except (binascii.Error, UnicodeDecodeError):
+        return False
+    return decoded.isprintable() and decoded.startswith(PUBLIC_PREFIXES)
+
+
+CHECKS = {"not-a-name": lambda value: not reads_as_a_name(value), "base64-token": holds_a_token}
+# A key written as one line with its line breaks escaped (`"-----BEGIN ... KEY-----\\nMIIE...\\n-----END"` in
+# JSON): the body has no `-`, so each try stops at the next marker (linear however many markers there are).
+ONE_LINE_KEY = re.compile(f"({PRIVATE_KEY_BEGIN})([^-]+)({PRIVATE_KEY_END})")
+
+
+class KeyBlock:
+    """Where a log (or a text) is in a private key: the lines after a BEGIN, up to its END or MAX_KEY_LINES,
+    whose key material (`KEY_MATERIAL`) is replaced; every other line is kept as it is."""
+
+    begin, end, material = re.compile(PRIVATE_KEY_BEGIN), re.compile(PRIVATE_KEY_END), re.compile(KEY_MATERIAL)
+
+    def __init__(self, lines_left: int = 0) -> None:
+        self.lines_left = lines_left  # lines of the open block still to look at; 0: outside any key
+
+    def line(self, line: str) -> str | None:
+        """The line with its key material replaced, or None when it is kept as it is."""
+        if self.lines_left:
+            self.lines_left -= 1
+            if self.end.search(line):
+                self.lines_left = 0
+                return None
+            found = self.material.search(line)
+            if found:
+                return line[:found.start("secret")] + placeholder(found["secret"]) + line[found.end("secret"):]
+            return None
+        if self.begin.search(line) and not self.end.search(line):
+            self.lines_left = MAX_KEY_LINES
+        return None
+
+
+class Redactor:
+    """Replaces secrets in texts (`text`) and in a log's lines, block after block (`lines`).
+
+    `key_lines_left`: the log resumes inside a private key whose BEGIN an earlier ingest read
+    (`key_lines_left` lines of it may still come)."""
+
+    def __init__(self, key_lines_left: int = 0) -> None:
+        self.patterns = [(re.compile(p.regex), CHECKS.get(p.check)) for p in PATTERNS]
         self.plugins = []
         for name in DETECT_SECRETS_PLUGINS:
             module, cls = name.rsplit(".", 1)
             self.plugins.append(getattr(import_module(f"detect_secrets.plugins.{module}"), cls)())
-        self.in_key = False  # inside a private key's lines at the end of the last block of a log
+        self.key = KeyBlock(key_lines_left)  # a log's private key, across its blocks
+        # A line ending in `--api-key \`: the next line's first word is its value.
+        self.option_open = re.compile(r"(?i)(?<![\w-])--(?:[a-z0-9]+[-_])*(?:api-key|token|password|passwd|secret)"
+                                      r"[ \t]*\\[ \t\r]*$")
+        self.continued_value = re.compile(r"^(?:[^\n]*?\]: )?[ \t]*[\"']?(?P<secret>[^\s\"'\\]{4,})")
 
     def text(self, text: str) -> str:
         """`text` with every secret replaced (a multi-line private key included)."""
         if PLACEHOLDER not in text and not self._hinted(text):
             return text
-        text = self.key_block.sub(lambda m: f"{m[1]}\n{placeholder(m[2].strip())}\n{m[3]}", text)
-        spans = [m.span("secret") for regex in self.patterns for m in regex.finditer(text)]
+        if "PRIVATE KEY" in text:
+            text = self._key_text(text)
+        spans = [m.span("secret") for regex, check in self.patterns for m in regex.finditer(text)
+                 if check is None or check(m["secret"])]
         for plugin in self.plugins:
             for value in set(plugin.analyze_string(text)):
                 if isinstance(value, str) and len(value) >= MIN_PLUGIN_VALUE:
@@ -71,31 +138,50 @@ class Redactor:
         for start, stop in sorted(spans):
             if start < end or any(start < b and a < stop for a, b in done):
                 continue
-            out += [text[end:start], placeholder(text[start:stop])]
+            out += [text[end:start], replacement(text[start:stop])]
             end = stop
         return "".join(out) + text[end:]
 
+    def _key_text(self, text: str) -> str:
+        """A text's private keys: each key line's material replaced, line by line (no line lost)."""
+        text = ONE_LINE_KEY.sub(lambda m: f"{m[1]}{placeholder(m[2].strip())}{m[3]}", text)
+        block, out = KeyBlock(), []
+        for line in text.split("\n"):
+            changed = block.line(line)
+            out.append(line if changed is None else changed)
+        return "\n".join(out)
+
     def lines(self, lines: pa.StringArray) -> pa.StringArray:
-        """A block of consecutive log lines with their secrets replaced; a private key's lines (between
-        its BEGIN and END lines, which may be blocks apart) are replaced whole."""
-        hinted = flags(pc.match_substring_regex(lines, HINT, ignore_case=True))
+        """A block of consecutive log lines with their secrets replaced: a private key's material between
+        its BEGIN and END lines (which may be blocks, or ingests, apart), an option's value on the line
+        after `--api-key \\`."""
+        hinted = flags(pc.match_substring_regex(lines, SECRET_HINT, ignore_case=True))
         rows = {int(i) for i in np.flatnonzero(hinted)}
-        replaced = {}
-        key_rows = [i for i in sorted(rows) if "PRIVATE KEY" in lines[i].as_py()]
-        if self.in_key or key_rows:
-            for i in range(0 if self.in_key else key_rows[0], len(lines)):
-                line = lines[i].as_py() or ""
-                if self.in_key and self.key_end.search(line):
-                    self.in_key = False
-                elif self.in_key:
-                    replaced[i] = placeholder(line.strip())
-                elif self.key_begin.search(line):
-                    self.in_key = True
+        replaced: dict[int, str] = {}
+        key_rows = np.flatnonzero(flags(pc.match_substring(lines, "PRIVATE KEY")))
+        if self.key.lines_left or len(key_rows):
+            i = 0 if self.key.lines_left else int(key_rows[0])
+            while i < len(lines):
+                if not self.key.lines_left:  # on to the next BEGIN: linear in the lines, whatever the markers
+                    later = int(np.searchsorted(key_rows, i))
+                    if later == len(key_rows):
+                        break
+                    i = int(key_rows[later])
+                changed = self.key.line(lines[i].as_py() or "")
+                if changed is not None:
+                    replaced[i] = changed
+                i += 1
         for i in sorted(rows - replaced.keys()):
-            line = lines[i].as_py()
+            line = lines[i].as_py() or ""
             redacted = self.text(line)
             if redacted != line:
                 replaced[i] = redacted
+            if self.option_open.search(line) and i + 1 < len(lines):
+                following = replaced.get(i + 1, lines[i + 1].as_py() or "")
+                value = self.continued_value.search(following)
+                if value and not value["secret"].startswith(PLACEHOLDER):
+                    replaced[i + 1] = (following[:value.start("secret")] + placeholder(value["secret"]) +
+                                       following[value.end("secret"):])
         if not replaced:
             return lines
         order = np.array(sorted(replaced), dtype=np.int64)

@@ -4,6 +4,7 @@ everything rolled back if the process is interrupted or the database fails."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -48,7 +49,8 @@ class Report:
 
 def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None = None, tz: str | None = None,
            progress: Progress | None = None, redact: bool = False, jobs: int | None = None,
-           in_transaction: InTransaction | None = None, open_runs_only: bool = False) -> Report:
+           in_transaction: InTransaction | None = None, open_runs_only: bool = False, follow_links: bool = False,
+           replace: bool = False) -> Report:
     """Parse the inputs into typed events in the DuckDB file `db` (created if missing).
 
     Logs and transcripts are stored, and runs, configs, diffs and links recomputed, in one
@@ -64,7 +66,14 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
     worker beside it for each input of 32 MB or more, and starts the next input's parse while this one's
     rows are stored; 3 or more parse several new log files at once, each in a process of its own
     (`logmine.ingest.jobs.files`), and a new journal of 256 MB or more by byte ranges (`logmine.ingest.jobs.ranges`).
-    The tables are the same whatever `jobs`.
+    The tables are the same whatever `jobs`; more than the cores this process may use, or than the memory
+    available holds (`usable_jobs`), are not started.
+
+    `follow_links`: in the folders named, follow symlinks that lead outside them too
+    (`inputs.sources.classify_inputs`).
+
+    A log file truncated or rewritten since its last ingest is read as a new generation: its earlier rows
+    and runs are kept under `NAME@N`; `replace` replaces them instead.
 
     `in_transaction` is called inside the ingest's transaction, with the connection, once `"before"` the
     inputs are read and once `"after"` everything is derived, just before the commit: `logmine follow`
@@ -76,10 +85,13 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
     from . import interrupts
 
     utc_offset = parse_offset(tz) if tz else None
-    found = classify_inputs(paths)
+    found = classify_inputs(paths, follow_links)
     interrupts.check()  # before the database file is made
     created = str(db) != ":memory:" and not Path(db).exists()
     umask = os.umask(0o077)  # the database, its write-ahead log and temporary files hold what the logs hold
+    from .logs import REPLACE_CHANGED
+
+    replacing = REPLACE_CHANGED.set(replace)
     try:
         con = connect(db)
         try:
@@ -88,7 +100,7 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
 
                 start_prefix_checks(con, found.logs)  # on another core, while the parser loads
             report = _ingest_in_transaction(con, found, envelope, utc_offset, progress, redact,
-                                            jobs or os.cpu_count() or 1, in_transaction, open_runs_only)
+                                            usable_jobs(jobs), in_transaction, open_runs_only)
         except BaseException:
             con.close()
             if created:  # as it was: no database
@@ -98,6 +110,7 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
             con.close()
     finally:
         os.umask(umask)
+        REPLACE_CHANGED.reset(replacing)
     report.logs.db = str(db)
     if created and report.stored_nothing:  # every input failed: an empty database would only mislead
         _remove_database(db)
@@ -176,14 +189,44 @@ def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, found: SortedInputs, 
     return report
 
 
+# What one parse process of a --jobs pool may hold at its peak (bench/: ~400 MB, with room for a long line).
+JOB_MEMORY_BYTES = 768 << 20
+
+
+def usable_jobs(asked: int | None) -> int:
+    """`asked` processes (default: one per core), at most one per core this process may run on and one per
+    JOB_MEMORY_BYTES of the memory available now: `--jobs 64` on 2 cores must not start 64 processes
+    (`limits.MAX_JOBS` raises the first bound)."""
+    from ..parsers.limits import MAX_JOBS
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    ceiling = MAX_JOBS.value() or cores  # more than the cores only where asked (tests of the pools)
+    return max(1, min(asked or cores, ceiling, available_memory() // JOB_MEMORY_BYTES))
+
+
+def available_memory() -> int:
+    """MemAvailable of /proc/meminfo, in bytes (unbounded where it cannot be read)."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 1 << 62
+
+
+UTC_OFFSET = re.compile(r"([+-])(\d\d)(?::?(\d\d))?")
+
+
 def parse_offset(tz: str) -> timedelta:
-    """`+01:00`, `-0500`, `UTC` -> the journal's offset from UTC."""
+    """`+01:00`, `-0500`, `+05`, `UTC`, `UTC+02:00` -> the journal's offset from UTC. Anything else (`+1:3`,
+    which must not pass for +13:00, `+25:00`, `+01:75`) raises InputError."""
     text = tz.strip().upper().removeprefix("UTC") or "+00:00"
-    sign = -1 if text.startswith("-") else 1
-    digits = text.lstrip("+-").replace(":", "")
-    if not digits.isdigit() or len(digits) not in (2, 4):
+    shape = UTC_OFFSET.fullmatch(text)
+    hours, minutes = (int(shape[2]), int(shape[3] or 0)) if shape else (99, 99)
+    if hours > 14 or minutes > 59 or (hours == 14 and minutes):
         from ..inputs.sources import InputError
 
-        raise InputError(f"--tz {tz!r}: expected an offset such as +01:00")
-    hours, minutes = int(digits[:2]), int(digits[2:] or 0)
-    return sign * timedelta(hours=hours, minutes=minutes)
+        raise InputError(f"--tz {tz!r}: expected an offset from UTC as ±HH:MM, from -14:00 to +14:00, e.g. +01:00")
+    return (-1 if shape[1] == "-" else 1) * timedelta(hours=hours, minutes=minutes)

@@ -290,3 +290,21 @@ def still_there(source: dict, length: int | None = None) -> bool:
 
 def describe_path(path: str) -> Input:
     return describe(Path(path))
+
+
+def retire_generation(con: duckdb.DuckDBPyConnection, source: dict) -> str:
+    """Keep a stored source whose file was truncated or rewritten as an earlier generation: its path and name
+    get `@N` (the N-th generation of that path), so the file's new content is read as a source of its own,
+    and its rows and runs stay as they are. Returns the name it is kept under."""
+    count = con.execute("SELECT count(*) FROM sources WHERE starts_with(path, ?) AND regexp_matches(path, '@\\d+$')",
+                        [source["path"] + "@"]).fetchone()[0]
+    suffix = f"@{count + 1}"
+    con.execute("UPDATE sources SET path = path || ?, display = display || ? WHERE source_id = ?",
+                [suffix, suffix, source["source_id"]])
+    return f"{source['display']}{suffix} (source {source['source_id']})"
+
+
+def restore_generation(con: duckdb.DuckDBPyConnection, source: dict) -> None:
+    """Undo `retire_generation` (the new generation could not be read)."""
+    con.execute("UPDATE sources SET path = ?, display = ? WHERE source_id = ?",
+                [source["path"], source["display"], source["source_id"]])

@@ -8,12 +8,14 @@ endings) is no part of its line; bytes that are not UTF-8 are kept as `\\xNN` es
 
 from __future__ import annotations
 
+import functools
 import glob
 import gzip
 import hashlib
 import io
 import os
 import re
+import select
 import stat
 import sys
 import zlib
@@ -26,6 +28,8 @@ import numpy as np
 import pyarrow as pa
 import zstandard
 
+from ..ingest import interrupts
+from ..parsers.limits import CUT_MARK, MAX_LINE_BYTES, ExpansionCheck, LimitExceeded
 from ..parsers.vector_columns import buffer_spans
 from ..parsers.zstd_stream import ZstdReader
 
@@ -99,16 +103,51 @@ NOT_REGULAR = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO", stat.S_IFCHR
 
 def not_a_file(path: Path) -> str | None:
     """Why `path` cannot be read as a file (None when it is a regular file): reading a FIFO or a device
-    would wait for a writer forever or never end."""
+    would wait for a writer forever or never end, and the kernel's files (/proc, /sys) are no logs, some
+    never end and some hold what no database should (/proc/self/environ)."""
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:
         return "no such file or directory"
     except OSError as exc:
         return f"cannot read ({exc.strerror})"
-    if stat.S_ISREG(mode):
-        return None
-    return f"not a regular file ({NOT_REGULAR.get(stat.S_IFMT(mode), 'special file')}), skipped"
+    if not stat.S_ISREG(mode):
+        return f"not a regular file ({NOT_REGULAR.get(stat.S_IFMT(mode), 'special file')}), skipped"
+    return kernel_file(path)
+
+
+# Filesystems whose files the kernel makes up as they are read: never a log.
+PSEUDO_FILESYSTEMS = frozenset({"proc", "sysfs", "devtmpfs", "devpts", "debugfs", "tracefs", "securityfs",
+                                "cgroup", "cgroup2", "configfs", "bpf", "pstore", "efivarfs", "fusectl",
+                                "binfmt_misc", "mqueue", "hugetlbfs", "autofs", "rpc_pipefs", "nsfs"})
+
+
+@functools.cache
+def pseudo_mounts() -> tuple[str, ...]:
+    """Where the kernel's pseudo filesystems are mounted (from /proc/self/mounts; /proc, /sys and /dev when
+    it cannot be read)."""
+    try:
+        with open("/proc/self/mounts", encoding="utf-8", errors="replace") as mounts:
+            points = [fields[1].replace("\\040", " ") for fields in (line.split() for line in mounts)
+                      if len(fields) > 2 and fields[2] in PSEUDO_FILESYSTEMS]
+    except OSError:
+        points = []
+    return tuple(points or ["/proc", "/sys", "/dev"])
+
+
+def kernel_file(path: Path) -> str | None:
+    """Why `path` (a file or folder, its links followed) is not read: it lies in /proc, /sys or another of
+    the kernel's pseudo filesystems (None when it does not)."""
+    real = os.path.realpath(path)
+    for point in pseudo_mounts():
+        if real == point or real.startswith(point.rstrip("/") + "/"):
+            return f"a file of the kernel ({point}), not a log: skipped"
+    return None
+
+
+def within(path: str, root: str) -> bool:
+    """`path` is `root` or under it (both real paths)."""
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def describe(path: Path) -> Input:
@@ -147,16 +186,47 @@ def open_bytes(inp: Input, offset: int = 0, end: int | None = None) -> BinaryIO:
     """A byte stream of the decompressed content, positioned at `offset` and ending at `end` (both for
     plain files only)."""
     if inp.path == "-":
-        return sys.stdin.buffer
+        return InterruptibleStdin(sys.stdin.buffer)  # type: ignore[return-value]
     if inp.parts:
         return Chained(inp.parts)  # type: ignore[return-value]
     raw = open(inp.path, "rb")  # noqa: SIM115 - closed by the caller through the returned stream
     if inp.compression == "gzip":
-        return gzip.GzipFile(fileobj=raw)  # type: ignore[return-value]
+        return GuardedGzip(raw)  # type: ignore[return-value]
     if inp.compression == "zstd":
         return ZstdReader(raw)  # type: ignore[return-value]
     raw.seek(offset)
     return raw if end is None else Window(raw, end - offset)  # type: ignore[return-value]
+
+
+class InterruptibleStdin(io.RawIOBase):
+    """Standard input read so that Ctrl-C is answered within a second while it waits for a writer: Python
+    retries a read the signal interrupted, so the wait is cut into select() calls of STDIN_POLL_S, each
+    followed by `interrupts.check`. A read returns `size` bytes unless the input ends first."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream = stream
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        try:
+            fd = self.stream.fileno()
+        except (OSError, ValueError, io.UnsupportedOperation):  # not a real file (a test's BytesIO)
+            return self.stream.read(size)
+        out = bytearray()
+        while size < 0 or len(out) < size:
+            while not select.select([fd], [], [], STDIN_POLL_S)[0]:
+                interrupts.check()
+            chunk = os.read(fd, (1 << 20) if size < 0 else min(1 << 20, size - len(out)))
+            if not chunk:
+                break
+            out += chunk
+            interrupts.check()
+        return bytes(out)
+
+
+STDIN_POLL_S = 0.5
 
 
 class Chained(io.RawIOBase):
@@ -205,6 +275,28 @@ class Window(io.RawIOBase):
         super().close()
 
 
+class GuardedGzip(io.RawIOBase):
+    """gzip decompressed as a stream, refused when it expands past `limits.ExpansionCheck`."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw, self.gzip, self.check = raw, gzip.GzipFile(fileobj=raw), ExpansionCheck()
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        before = self.raw.tell()
+        data = self.gzip.read(size)
+        self.check.add(self.raw.tell() - before, len(data))
+        return data
+
+    def close(self) -> None:
+        self.gzip.close()
+        self.raw.close()
+        super().close()
+
+
+# What a corrupt or truncated gzip or zstd input raises while it is read (gzip.BadGzipFile is an OSError).
 UNREADABLE = (EOFError, OSError, zlib.error, zstandard.ZstdError)
 
 
@@ -231,6 +323,8 @@ class PeekableStream(io.RawIOBase):
     def _read(self, size: int) -> bytes:
         try:
             data = self.stream.read(size) or b""
+        except LimitExceeded as exc:
+            raise InputError(f"{self.name}: {exc}") from None
         except UNREADABLE as exc:
             raise InputError(f"{self.name}: unreadable after {self.done} bytes, corrupt or truncated? "
                              f"({exc})") from None
@@ -247,6 +341,7 @@ class LineBlock:
     data: bytes  # complete lines joined by "\n", without the final newline
     end_offset: int  # bytes consumed from where reading started, through this block's last line
     partial_last: bool  # the last line had no newline (end of input)
+    cut_lines: int = 0  # lines longer than the limit, stored cut (`iter_line_blocks`)
 
     def lines(self) -> list[tuple[str, bool]]:
         """Decoded lines with a flag for lines whose bytes were not valid UTF-8."""
@@ -276,26 +371,64 @@ class LineBlock:
         return pa.array([text for text, _ in decoded], pa.string()), np.array([bad for _, bad in decoded], dtype=bool)
 
 
-def iter_line_blocks(stream: PeekableStream, hasher: hashlib._Hash | None = None) -> Iterator[LineBlock]:
-    """Physical lines in blocks of about BLOCK_BYTES; the last line may lack its newline."""
+def iter_line_blocks(stream: PeekableStream, hasher: hashlib._Hash | None = None,
+                     max_line: int | None = None) -> Iterator[LineBlock]:
+    """Physical lines in blocks of about BLOCK_BYTES; the last line may lack its newline.
+
+    A line longer than `max_line` bytes (`limits.MAX_LINE_BYTES`) is kept cut to that size, ending in
+    `limits.CUT_MARK` with its whole size: its bytes beyond are read (and hashed) but never held, so one
+    line of gigabytes costs neither the memory nor the rest of the input."""
+    max_line = max_line or MAX_LINE_BYTES.value()
     carry = b""
+    carry_dropped = 0  # bytes of the unfinished line in `carry` read past its cut
     consumed = 0
     while True:
+        interrupts.check()  # between blocks, even inside one line of gigabytes
         block = stream.read_block()
         if hasher is not None and block:
             hasher.update(block)
         if not block:
             if carry:
-                yield LineBlock(carry, consumed + len(carry), True)
+                data, cut_lines = cut_long_lines(carry, max_line, carry_dropped)
+                yield LineBlock(data, consumed + len(carry) + carry_dropped, True, cut_lines)
             return
         data = carry + block
         cut = data.rfind(b"\n")
         if cut < 0:
+            if len(data) > max_line:  # keep one byte over, so the line is known to be cut
+                carry_dropped += len(data) - max_line - 1
+                data = data[:max_line + 1]
             carry = data
             continue
-        consumed += cut + 1
-        carry = data[cut + 1:]
-        yield LineBlock(data[:cut], consumed, False)
+        consumed += cut + 1 + carry_dropped
+        lines, cut_lines = cut_long_lines(data[:cut], max_line, carry_dropped)
+        carry, carry_dropped = data[cut + 1:], 0
+        yield LineBlock(lines, consumed, False, cut_lines)
+
+
+def cut_long_lines(data: bytes, max_line: int, first_dropped: int = 0) -> tuple[bytes, int]:
+    """`data` (lines joined by `\\n`) with each line over `max_line` bytes cut to it and marked with its size
+    (`first_dropped` more bytes of the first line were never held); and how many lines were cut."""
+    if len(data) <= max_line and not first_dropped:
+        return data, 0
+    raw = np.frombuffer(data, dtype=np.uint8)
+    starts = np.r_[0, np.flatnonzero(raw == ord("\n")) + 1]
+    stops = np.r_[starts[1:] - 1, len(data)]
+    long_rows = np.flatnonzero(stops - starts > max_line)
+    if not len(long_rows):
+        return data, 0
+    pieces, done = [], 0
+    for row in long_rows:
+        start, stop = int(starts[row]), int(stops[row])
+        size = stop - start + (first_dropped if row == 0 else 0)
+        mark = CUT_MARK.format(size=size).encode()
+        keep = start + max(0, max_line - len(mark))
+        while keep > start and data[keep] & 0xC0 == 0x80:  # not inside a UTF-8 character
+            keep -= 1
+        pieces += [data[done:keep], mark]
+        done = stop
+    pieces.append(data[done:])
+    return b"".join(pieces), len(long_rows)
 
 
 def decode(raw: bytes) -> tuple[str, bool]:
@@ -349,13 +482,18 @@ class SortedInputs:
     transcripts: list[tuple[Path, str]] = field(default_factory=list)  # (path, format)
     skipped: list[str] = field(default_factory=list)  # one line per input that cannot be read, saying why
     left: list[str] = field(default_factory=list)  # one line per folder whose other files were not read
+    links_out: list[tuple[Path, str]] = field(default_factory=list)  # (link, target) not followed, this folder
 
     def count(self) -> int:
         return len(self.logs) + len(self.transcripts) + len(self.skipped)
 
 
-def classify_inputs(paths: list[str]) -> SortedInputs:
-    """What the user named, sorted into server logs and agent transcripts; a directory may hold both kinds."""
+def classify_inputs(paths: list[str], follow_links: bool = False) -> SortedInputs:
+    """What the user named, sorted into server logs and agent transcripts; a directory may hold both kinds.
+
+    A walk stays inside the folder named: a symlink under it that leads outside (`logs/server.log ->
+    ~/.ssh/id_ed25519`, `logs/self -> /proc/self`) is not followed unless `follow_links`, and said in `left`;
+    the kernel's files (/proc, /sys, devices) are never read, even through a link followed or named."""
     found = SortedInputs()
     walked: set[tuple[int, int]] = set()
     for given in paths:
@@ -371,8 +509,17 @@ def classify_inputs(paths: list[str]) -> SortedInputs:
         if not is_dir:
             add_file(path, given, found, named=True)
             continue
+        problem = kernel_file(path)
+        if problem:
+            found.skipped.append(f"{given}: {problem}")
+            continue
         found_before, other_files = found.count(), []
-        walk_directory(path, found, walked, other_files)
+        found.links_out = []
+        walk_directory(path, found, walked, other_files, None if follow_links else os.path.realpath(path))
+        if found.links_out:
+            link, target = found.links_out[0]
+            found.left.append(f"{given}: {len(found.links_out):,} symlinks leading outside it not followed (such as "
+                              f"{link} -> {target}; --follow-links follows them)")
         if found.count() == found_before:
             found.skipped.append(f"{given}: no log files ({', '.join(LOG_SUFFIXES)}, or logs by their lines) "
                                  "or agent transcripts in it")
@@ -432,11 +579,18 @@ def _reads_like_a_log(path: Path) -> bool:
     return not looks_binary(head) and looks_like_a_log(head.decode("utf-8", errors="replace").splitlines()[:200])
 
 
-def walk_directory(root: Path, found: SortedInputs, walked: set[tuple[int, int]], other_files: list[Path]) -> None:
+def walk_directory(root: Path, found: SortedInputs, walked: set[tuple[int, int]], other_files: list[Path],
+                   confine: str | None) -> None:
     """Transcript trees (an opencode `storage/`) are taken whole; other files one by one. Each real
-    directory is walked once, however many symlinks lead to it (a link to `.` would loop forever)."""
+    directory is walked once, however many symlinks lead to it (a link to `.` would loop forever). With
+    `confine` (the real path of the folder named), a symlink whose target is outside it is not followed; the
+    kernel's folders are never entered."""
     from ..parsers.transcripts.detect import detect
 
+    problem = kernel_file(root)
+    if problem:
+        found.skipped.append(f"{root}: {problem}")
+        return
     try:
         info = root.stat()
         if (info.st_dev, info.st_ino) in walked:
@@ -452,11 +606,16 @@ def walk_directory(root: Path, found: SortedInputs, walked: set[tuple[int, int]]
         return
     for child in children:
         try:
+            if child.is_symlink():
+                target = os.path.realpath(child)
+                if confine is not None and not within(target, confine):
+                    found.links_out.append((child, os.readlink(child)))
+                    continue
             is_dir = child.is_dir()
         except OSError as exc:
             found.skipped.append(f"{child}: cannot read ({exc.strerror})")
             continue
         if is_dir:
-            walk_directory(child, found, walked, other_files)
+            walk_directory(child, found, walked, other_files, confine)
         else:
             add_file(child, str(child), found, named=False, other_files=other_files)

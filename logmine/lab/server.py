@@ -5,16 +5,21 @@ postmortem looks at from LOGMINE_SOURCE and LOGMINE_RUN), which the server passe
 starts. They are served from a folder beside the database (`<db stem>-notebooks/`), copied there the first
 time and never overwritten, so that a user's edits, and Jupyter's checkpoints, stay out of the installed
 package. JupyterLab runs in its own session, so Ctrl-C reaches `logmine lab`, which stops the server (and
-its kernels) cleanly. Nothing is fetched from the internet: the news feed (and its prompt), the update
+its kernels) cleanly; and it dies with `logmine lab` however that ends (a parent-death signal), so a killed
+launcher leaves no server listening. The token reaches the server in its environment, which only its owner
+can read (`/proc/PID/environ`), never on its command line, which every local user can. The notebooks' folder
+is the owner's alone (0700, copies 0600), and nothing the lab reads or writes leaves it: a symlink in it that
+points outside is refused at start, and the server's contents manager (`logmine.lab.contents`) refuses any
+path that resolves outside at run time. Nothing is fetched from the internet: the news feed (and its prompt), the update
 check and the extension manager's PyPI search are off, and so are jupysql's usage reports.
 """
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import os
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
@@ -22,6 +27,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -32,6 +38,9 @@ SOURCE_ENV = "LOGMINE_SOURCE"
 # jupysql reports usage to its makers unless told not to.
 OFFLINE_ENV = {"PLOOMBER_STATS_ENABLED": "false", "PLOOMBER_VERSION_CHECK_DISABLED": "true"}
 START_TIMEOUT_S = 120
+# jupyter_server reads its token from this variable when none is configured.
+TOKEN_ENV = "JUPYTER_TOKEN"
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 # A Jupyter config folder (put on JUPYTER_CONFIG_PATH) whose labconfig/default_setting_overrides.json turns
 # the news feed off: without it JupyterLab asks at every start whether to fetch news from the internet.
 JUPYTER_CONFIG = Path(__file__).with_name("jupyter_config")
@@ -51,17 +60,44 @@ def notebooks_dir() -> Path:
 
 
 def working_copy(database: Path) -> Path:
-    """The folder `logmine lab` serves: `<db stem>-notebooks/` beside the database, holding a copy of each
-    bundled notebook; one already there (perhaps edited) is kept as it is."""
+    """The folder `logmine lab` serves: `<db stem>-notebooks/` beside the database (made 0700), holding a copy
+    of each bundled notebook (0600, as the database); one already there (perhaps edited) is kept as it is.
+    LabError when the folder is a symlink or holds one that leads outside it (a dangling one included): the
+    lab, or this copy, would write where it points."""
     folder = database.with_name(f"{database.stem}-notebooks")
     try:
-        folder.mkdir(exist_ok=True)
+        folder.mkdir(mode=0o700, exist_ok=True)
+        if folder.is_symlink():
+            raise LabError(f"{folder}: a symlink; the notebooks' folder must be a real folder")
+        escaping = links_leaving(folder)
+        if escaping:
+            raise LabError(f"{escaping}: a symlink leading outside {folder} (to {os.readlink(escaping)}); "
+                           "remove it, the lab writes only inside its folder")
         for bundled in sorted(notebooks_dir().glob("*.ipynb")):
-            if not (folder / bundled.name).exists():
-                shutil.copyfile(bundled, folder / bundled.name)
+            copy = folder / bundled.name
+            if not copy.exists():
+                # O_EXCL|O_NOFOLLOW: never through a link, never over a file that appeared meanwhile.
+                fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+                with os.fdopen(fd, "wb") as out:
+                    out.write(bundled.read_bytes())
     except OSError as exc:
         raise LabError(f"{folder}: cannot copy the notebooks there ({exc.strerror})") from exc
     return folder
+
+
+def links_leaving(folder: Path) -> Path | None:
+    """The first symlink under `folder` whose target (followed to the end, existing or not) is outside it."""
+    root = os.path.realpath(folder)
+    for parent, dirs, files in os.walk(folder):
+        for name in sorted(dirs + files):
+            path = Path(parent) / name
+            if path.is_symlink() and not inside(os.path.realpath(path), root):
+                return path
+    return None
+
+
+def inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def notebook_db(db: str | Path | None) -> Path:
@@ -138,13 +174,13 @@ class Lab:
             return response.read()
 
     def serve(self) -> int | None:
-        """Wait until the server exits (its exit code) or this process gets Ctrl-C or SIGTERM (None, once the
+        """Wait until the server exits (its exit code) or this process gets Ctrl-C, SIGTERM or SIGHUP (None, once the
         server is stopped): the server has its own session, so it must not outlive us."""
         def interrupt(signum: int, frame: object) -> None:
             raise KeyboardInterrupt
 
         # Explicitly: a shell starting `logmine lab &` leaves SIGINT ignored.
-        previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+        previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         try:
             return self.process.wait()
         except KeyboardInterrupt:
@@ -183,18 +219,20 @@ def start(db: str | Path, port: int | None = None, run: str | None = None, sourc
     root = working_copy(database)
     port = port or free_port(ip)
     token = secrets.token_hex(16)
-    env = kernel_env(database, selection)
+    env = kernel_env(database, selection) | {TOKEN_ENV: token}  # the environment: owner-only, unlike argv
     command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-               f"--ServerApp.ip={ip}", f"--ServerApp.root_dir={root}", f"--IdentityProvider.token={token}",
+               f"--ServerApp.ip={ip}", f"--ServerApp.root_dir={root}",
+               "--ServerApp.contents_manager_class=logmine.lab.contents.ConfinedContentsManager",
                f"--ServerApp.open_browser={open_browser}", "--ServerApp.log_level=WARN",
                "--LabApp.news_url=None",
                "--LabApp.check_for_updates_class=jupyterlab.handlers.announcements.NeverCheckForUpdate",
                "--LabApp.extension_manager=readonly"]
     if os.geteuid() == 0:  # JupyterLab refuses root unless told (containers often run as root)
         command.append("--allow-root")
-    # Its own session: Ctrl-C in the terminal reaches `logmine lab` only, which then stops the server.
+    # Its own session: Ctrl-C in the terminal reaches `logmine lab` only, which then stops the server; and a
+    # parent-death signal, so that a launcher killed (or hung up on) takes the server with it.
     process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                               start_new_session=True)
+                               start_new_session=True, preexec_fn=die_with_parent(os.getpid()))
     lab = Lab(process, port, token, root, ip)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -207,6 +245,19 @@ def start(db: str | Path, port: int | None = None, run: str | None = None, sourc
             time.sleep(0.2)
     lab.stop()
     raise LabError(f"JupyterLab did not answer on port {port} within {START_TIMEOUT_S} s")
+
+
+def die_with_parent(launcher: int) -> Callable[[], None]:
+    """What the server's process runs before JupyterLab: SIGTERM to it when `launcher` ends (Linux's
+    PR_SET_PDEATHSIG); if the launcher ended already, before the signal was set, it exits at once."""
+    def arm() -> None:
+        if sys.platform.startswith("linux"):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != launcher:
+            os._exit(1)
+
+    return arm
 
 
 def kernel_env(database: Path, selection: dict[str, str]) -> dict[str, str]:

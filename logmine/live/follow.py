@@ -13,9 +13,10 @@ What is followed is read by the ingest itself, batch after batch, so the tables 
 - plain files and folders (PATH...): each is ingested again when it grew, as `tail -F` would read it: a
   file renamed away (`server.log` -> `server.log.1`, SGLang's hourly `<host>_<rank>.log.YYYY-MM-DD_HH`)
   is read to its end under its new name first (the source identity knows it by its content), then the
-  new file at the old name; a file truncated in place keeps the rows read before (its source is set
-  aside under `PATH#N`) and is read again from its start. Transcripts among them (a Claude Code project
-  folder, a Codex sessions folder, an opencode database) are ingested again when they change.
+  new file at the old name; a file truncated in place is read again from its start, and the ingest keeps
+  the rows read before as an earlier generation (`NAME@N`, `inputs.identity.retire_generation`).
+  Transcripts among them (a Claude Code project folder, a Codex sessions folder, an opencode database)
+  are ingested again when they change.
 
 A batch is committed when `BATCH_LINES` journal entries wait or `BATCH_SECONDS` after the first of them
 came; files are looked at every `POLL_SECONDS`, and committed `BATCH_SECONDS` after a change was first seen
@@ -231,7 +232,6 @@ class FileWatch:
     def __init__(self, paths: list[str]) -> None:
         self.paths = paths
         self.seen: dict[str, WatchedFile] = {}
-        self.truncated: list[str] = []  # files read again from their start: their old source is set aside
         self.pending: dict[str, None] = {}  # the files to ingest at the next commit, in order
         self.pending_since: float | None = None
         self.pending_bytes = 0  # what they grew by
@@ -274,8 +274,7 @@ class FileWatch:
                 rotated.append(moved_to)
             if after and after.inode == before.inode and (after.size < before.size
                                                           or not after.head.startswith(before.head)):
-                self.truncated.append(path)
-                self.pending_bytes += after.size
+                self.pending_bytes += after.size  # read again from its start: the ingest keeps the old generation
         for path, after in now.items():
             before = self.seen.get(path)
             if before is None or (before.inode, before.size, before.mtime_ns) != (after.inode, after.size,
@@ -287,18 +286,6 @@ class FileWatch:
                 now[path] = _watched(path)
         self.seen = now
         return list(dict.fromkeys(rotated + changed))
-
-    def set_aside_truncated(self, con: duckdb.DuckDBPyConnection) -> None:
-        """A file truncated in place is a new log at the same path: the rows read before stay, their
-        source renamed `PATH#N`, and the file is read from its start as a new source."""
-        for path in self.truncated:
-            absolute = str(Path(path).resolve())
-            if not has_table(con, "sources"):
-                return
-            count = execute(con, "SELECT count(*) FROM sources WHERE starts_with(path, ?)", [absolute + "#"])[0][0]
-            execute(con, "UPDATE sources SET path = ? WHERE path = ?", [f"{absolute}#{count + 1}", absolute])
-        self.truncated = []
-
 
 def _find_inode(folder: Path, device: int, inode: int) -> str | None:
     """The file of this folder with this identity: where a rotated log went (`server.log.1`)."""
@@ -407,8 +394,6 @@ class Follower:
         def in_transaction(con: duckdb.DuckDBPyConnection, stage: str) -> None:
             nonlocal raised, status
             if stage == "before":
-                if watch and files:
-                    watch.set_aside_truncated(con)
                 return
             if spool and position:
                 spool.store_position(con, *position)

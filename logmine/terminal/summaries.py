@@ -23,6 +23,11 @@ def summary_text(summary: dict) -> str:
             out.append(f"  {visible(s['note'], one_line=True)}")
         if s.get("new_shape"):
             out.append(f"  new shape: {visible(s['new_shape'], one_line=True)}")
+        if s.get("lines_cut"):
+            from ..parsers.limits import MAX_LINE_BYTES
+
+            out.append(f"  {s['lines_cut']:,} lines longer than {MAX_LINE_BYTES.value():,} bytes stored cut to it "
+                       "(they end in `…[logmine: line cut, N bytes]`)")
         if s["untimed_markers"]:
             out.append(f"  {s['untimed_markers']:,} start, stop or exit lines have no time of their own (as in "
                        "`journalctl -o cat`): runs may miss the times only they show")

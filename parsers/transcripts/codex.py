@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from .. import bounded_json
 from .common import (
     as_int,
     content_text,
@@ -386,7 +387,7 @@ def _default_tool_name(item_type: str) -> str:
 def _call_input(item: dict[str, Any]) -> dict[str, Any]:
     if item["type"] == "function_call":
         try:
-            arguments = json.loads(item.get("arguments") or "{}")
+            arguments = bounded_json.loads(item.get("arguments") or "{}")
         except json.JSONDecodeError:
             return {"raw": item.get("arguments")}
         return arguments if isinstance(arguments, dict) else {"value": arguments}
@@ -399,7 +400,7 @@ def _parse_output(raw: Any) -> tuple[str | None, int | None]:
     """Output text and exit code: JSON `{output, metadata.exit_code}` or 'Process exited with code N'."""
     text = raw if isinstance(raw, str) else content_text(raw)
     try:
-        wrapped = json.loads(text) if text.startswith("{") else None
+        wrapped = bounded_json.loads(text) if text.startswith("{") else None
     except json.JSONDecodeError:
         wrapped = None
     if isinstance(wrapped, dict) and "output" in wrapped:

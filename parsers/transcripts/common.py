@@ -11,6 +11,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
+from .. import bounded_json
+from ..limits import MAX_RECORD_BYTES, LimitExceeded
 from .model import ParseProblem, ToolCall, TranscriptUnreadable, UnknownRecord
 
 SNIFF_BYTES = 64 * 1024
@@ -131,16 +133,25 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]] | ParseProblem
     line_no = 0
     try:
         with open_text(path) as handle:
-            for line_no, line in enumerate(handle, start=1):
+            limit = MAX_RECORD_BYTES.value()
+            for line_no, line in enumerate(iter(lambda: handle.readline(limit + 1), ""), start=1):
+                if len(line) > limit and not line.endswith("\n"):  # read past, never held whole
+                    while (rest := handle.readline(1 << 20)) and not rest.endswith("\n"):
+                        pass
+                    yield ParseProblem(str(path), line_no, f"a line of over {limit:,} characters: not read "
+                                                           f"({MAX_RECORD_BYTES.env})")
+                    continue
                 yield from _json_object(path, line_no, line)
     except (EOFError, zstandard.ZstdError) as exc:
         raise TranscriptUnreadable(f"{path}: unreadable after line {line_no}, corrupt or truncated? ({exc})") from None
+    except LimitExceeded as exc:
+        raise TranscriptUnreadable(f"{path}: {exc}") from None
 
 
 def _json_object(path: Path, line_no: int, line: str) -> Iterator[tuple[int, dict[str, Any]] | ParseProblem]:
     if line.strip():
         try:
-            obj = json.loads(line)
+            obj = bounded_json.loads(line)
         except json.JSONDecodeError as exc:
             yield ParseProblem(str(path), line_no, f"malformed JSON line: {exc}")
             return
@@ -163,7 +174,7 @@ def first_json_lines(path: Path, head: bytes) -> Iterator[dict[str, Any]]:
     try:
         with open_text(path) as text:
             yield from json_objects(iter(lambda: text.readline(LONG_LINE_CHARS), ""), HEAD_LINES)
-    except (OSError, EOFError, zstandard.ZstdError):
+    except (OSError, EOFError, zstandard.ZstdError, LimitExceeded):
         return  # what could be read was looked at; reading the file says what is wrong with it
 
 
@@ -173,7 +184,7 @@ def json_objects(lines: Iterable[str], at_most: int = HEAD_LINES) -> Iterator[di
         if line_no == at_most or len(line) == LONG_LINE_CHARS:
             return
         try:
-            obj = json.loads(line)
+            obj = bounded_json.loads(line)
         except json.JSONDecodeError:
             continue
         if isinstance(obj, dict):

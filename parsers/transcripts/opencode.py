@@ -23,6 +23,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from .. import bounded_json
+from ..limits import MAX_HELD_BYTES, MAX_RECORD_BYTES
 from .common import as_int, join_texts, parse_timestamp, seconds_between, unreadable
 from .model import (
     Message,
@@ -186,9 +188,12 @@ def sqlite_problem(path: Path, head: bytes) -> str | None:
 
 def read_export(path: Path, seen: SeenIds | None = None) -> Iterator[Record]:
     seen = seen or SeenIds()
+    if path.stat().st_size > MAX_HELD_BYTES.value():  # an export is one JSON document, read whole
+        raise TranscriptUnreadable(f"{path}: an opencode export over {MAX_HELD_BYTES.value():,} bytes, read whole: "
+                                   f"refused ({MAX_HELD_BYTES.env})")
     with path.open("r", encoding="utf-8", errors="replace") as handle:  # a bad byte is one character, not the file
         try:
-            exported = json.load(handle)
+            exported = bounded_json.loads(handle.read())
         except json.JSONDecodeError as exc:
             yield ParseProblem(str(path), exc.lineno, f"malformed opencode export: {exc.msg}")
             return
@@ -278,7 +283,7 @@ def _storage_messages(
 def _load_json_file(path: Path) -> dict[str, Any] | ParseProblem:
     try:
         with path.open("r", encoding="utf-8") as handle:
-            loaded = json.load(handle)
+            loaded = bounded_json.loads(handle.read())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         return ParseProblem(str(path), getattr(exc, "lineno", None), f"malformed JSON file: {exc}")
     if not isinstance(loaded, dict):
@@ -350,10 +355,25 @@ def read_sqlite(path: Path, seen: SeenIds | None = None) -> Iterator[Record]:
             messages = _sqlite_messages(connection, tables, info["id"], seen, path, unknown)
             yield from unknown
             yield from assemble_session(info, messages, str(path), children.get(info["id"], []))
+        orphans = _orphan_parts(connection, tables)
+        if orphans:
+            yield ParseProblem(str(path), None, f"{orphans:,} parts belong to no message in the database "
+                                                "(orphans): not stored")
+    except sqlite3.DataError as exc:  # a value over SQLITE_LIMIT_LENGTH: `open_readonly`
+        raise TranscriptUnreadable(f"{path}: a row larger than {MAX_RECORD_BYTES.value():,} bytes ({exc}): "
+                                   f"refused ({MAX_RECORD_BYTES.env})") from None
     except sqlite3.Error as exc:
         raise TranscriptUnreadable(f"{path}: the opencode database cannot be read, corrupt? ({exc})") from None
     finally:
         connection.close()
+
+
+def _orphan_parts(connection: sqlite3.Connection, tables: set[str]) -> int:
+    """Parts whose message (or its session) the database does not hold: no session reads them."""
+    if not tables >= V1_MESSAGE_TABLES:
+        return 0
+    return connection.execute("SELECT count(*) FROM part p WHERE NOT EXISTS (SELECT 1 FROM message m "
+                              "WHERE m.id = p.message_id AND m.session_id = p.session_id)").fetchone()[0]
 
 
 def open_readonly(path: Path) -> sqlite3.Connection:
@@ -362,9 +382,12 @@ def open_readonly(path: Path) -> sqlite3.Connection:
     try:
         connection = sqlite3.connect(f"{uri}?mode=ro", uri=True)
         connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        return connection
     except sqlite3.OperationalError:
-        return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True)
+        connection = sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True)
+    # No value larger than a record may be: a generated column can make a 237 KB file give parts of 900 MB,
+    # which SQLite would build in memory. Over it, the query fails (sqlite3.DataError), this input alone.
+    connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_RECORD_BYTES.value())
+    return connection
 
 
 def _sqlite_sessions(connection: sqlite3.Connection, tables: set[str]) -> list[dict[str, Any]]:
@@ -423,7 +446,7 @@ def _row_data(
 ) -> dict[str, Any] | None:
     """A row's `data` object; one that is no JSON object goes to `unknown`."""
     try:
-        data = json.loads(row["data"])
+        data = bounded_json.loads(row["data"])
         if not isinstance(data, dict):
             raise TypeError(f"expected a JSON object, got {type(data).__name__}")
     except (ValueError, TypeError) as exc:  # JSONDecodeError is a ValueError
@@ -440,7 +463,12 @@ def _v1_messages(
         "SELECT id, message_id, session_id, data FROM part WHERE session_id = ? ORDER BY message_id, id",
         (session_id,),
     )
+    held, most = 0, MAX_HELD_BYTES.value()
     for row in part_rows:
+        held += len(row["data"] or "")
+        if held > most:  # a session's parts are held until its messages are read
+            raise TranscriptUnreadable(f"{path}: session {session_id}'s parts take over {most:,} bytes: refused "
+                                       f"({MAX_HELD_BYTES.env})")
         # part.data lacks its ids: re-add them from the columns (time_* columns are migration times).
         data = _row_data(row, "part", session_id, path, unknown)
         if data is None:

@@ -7,10 +7,10 @@ kind that no format documents stays an unknown record. Sources: ../shared/docs/a
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime
 
+from .. import bounded_json
 from .common import parse_timestamp
 from .model import UnknownRecord
 
@@ -43,7 +43,7 @@ def session_event(record: UnknownRecord) -> SessionEvent | None:
     if not documented or record.reason is not None:
         return None
     try:
-        raw = json.loads(record.raw)
+        raw = bounded_json.loads(record.raw)
     except ValueError:
         return None
     return SessionEvent(record.session_id, record.path, record.line, record.record_type, _time_of(raw), record.raw)
