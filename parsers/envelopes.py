@@ -42,8 +42,56 @@ STAMPED = re.compile(r"(?P<date>\d{4}-\d\d-\d\d)[T ](?P<time>\d\d:\d\d:\d\d)(?:[
 SGLANG_DATE = re.compile(r"\[(?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)")
 JOURNAL_HEADER_YEAR = re.compile(r"-- (?:Logs begin at|Journal begins at) \w+ (?P<year>\d{4})-")
 
+# NVIDIA Dynamo routes SGLang's loggers through its own formatter (`lib/runtime/src/logging.rs`,
+# `lib/bindings/python/src/dynamo/runtime/logging.py`) unless `DYN_SKIP_SGLANG_LOG_FORMATTING=1`: SGLang's
+# `[time TPn]` prefix is gone. Readable: tracing-subscriber's compact line, a UTC stamp with microseconds
+# (`DYN_LOG_USE_LOCAL_TZ=1`: the local offset), the level padded to five, span names with their fields
+# (Rust records inside a request), the target (`module.function` of a Python record), `: `, the message.
+DYNAMO_LEVELS = "TRACE|DEBUG|INFO|WARN|ERROR"
+DYNAMO = re.compile(r"(?P<date>\d{4}-\d\d-\d\d)T(?P<time>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,9}))?"
+                    rf"(?P<tz>Z|[+-]\d\d:\d\d) +(?P<level>{DYNAMO_LEVELS}) "
+                    r"(?:(?P<span>[\w-]+\{[^}]*\}(?::[\w-]+\{[^}]*\})*): )?(?P<target>[\w.:<>-]+): ")
+# `DYN_LOGGING_JSONL=true`: one object per line. A Python record comes through the `log` crate, so its
+# `target` is `log` and its `module.function` is `log.target`; request spans add the trace context.
+DYNAMO_JSON_KEYS = ("time", "level", "target", "message")
+TRACE_FIELDS = ("trace_id", "span_id", "parent_id", "x_request_id", "span_name")
+
+
+@dataclass(frozen=True)
+class EnvelopeFormat:
+    """An envelope told from its first lines, with real lines of it that must be read as it is."""
+
+    name: str
+    doc: str
+    examples: tuple[str, ...]
+    drops_ranks: bool = False  # SGLang's rank tag does not survive it: ranks are read from what is left
+
+
+DYNAMO_FORMATS: tuple[EnvelopeFormat, ...] = (
+    EnvelopeFormat("dynamo", "NVIDIA Dynamo's readable log line (DYN_LOGGING_JSONL unset)", (
+        "2025-09-02T15:50:01.770028Z  INFO main.init: VllmWorker for Qwen/Qwen3-0.6B has been initialized",
+        "2026-03-01T22:41:12.004211Z  INFO model_runner.load_model: Load weight begin. avail mem=78.64 GB",
+        "2026-03-01T22:41:40.118903Z ERROR scheduler.run_scheduler_process: Scheduler hit an exception: "
+        "Traceback (most recent call last):",
+        "2026-03-01T23:41:40.118903+01:00  WARN server_args.__post_init__: Overlap scheduler is disabled",
+        '2025-10-31T21:06:45.397194Z DEBUG http-request{method=POST uri=/v1/chat/completions}: '
+        'dynamo_runtime::pipeline::network::tcp::server: Registering new TcpStream on 10.0.4.65:41959',
+    ), drops_ranks=True),
+    EnvelopeFormat("dynamo-jsonl", "NVIDIA Dynamo's JSONL log line (DYN_LOGGING_JSONL=true)", (
+        '{"time":"2025-09-02T15:53:31.943377Z","level":"INFO","target":"log","message":"VllmWorker for '
+        'Qwen/Qwen3-0.6B has been initialized","log.file":"/opt/dynamo/venv/lib/python3.12/site-packages/'
+        'dynamo/vllm/main.py","log.line":191,"log.target":"main.init"}',
+        '{"time":"2025-10-31T21:06:45.397194Z","level":"DEBUG","file":"/opt/dynamo/lib/runtime/src/pipeline/'
+        'network/tcp/server.rs","line":230,"target":"dynamo_runtime::pipeline::network::tcp::server",'
+        '"message":"Registering new TcpStream on 10.0.4.65:41959","method":"POST","span_id":"f7e487a9d2a6bf38",'
+        '"span_name":"http-request","trace_id":"80196f3e3a6fdf06d23bb9ada3788518","uri":"/v1/chat/completions",'
+        '"version":"HTTP/1.1","x_request_id":"8372eac7-5f43-4d76-beca-0a94cfb311d0"}',
+    ), drops_ranks=True),
+)
+RANKLESS_FORMATS = frozenset(f.name for f in DYNAMO_FORMATS if f.drops_ranks)
+
 FORMATS = ("journal-short", "journal-iso", "journal-full", "journal-unix", "journal-monotonic", "journal-json",
-           "stamped", "plain")
+           "dynamo", "dynamo-jsonl", "stamped", "plain")
 
 
 @dataclass
@@ -54,6 +102,9 @@ class Envelope:
     pid: int | None
     message: str
     unit: str | None = None
+    level: str | None = None  # the envelope's own level and logger (Dynamo's), where it has them
+    logger: str | None = None
+    trace: dict[str, str] | None = None  # Dynamo's trace context (TRACE_FIELDS)
 
 
 # journal-short stamps have no year: one is counted on when the month goes back by at least this many (December
@@ -157,6 +208,43 @@ def read_json(line: str, ctx: TimeContext) -> Envelope:
     return Envelope(ts, json_text(record.get("_HOSTNAME")), ident, pid, json_message(record.get("MESSAGE")), unit)
 
 
+ANSI_ESCAPE = r"\x1b\[[0-9;?]*[A-Za-z]"  # a terminal's colours, in RE2's and Python's syntax alike
+ANSI = re.compile(ANSI_ESCAPE)
+
+
+def read_dynamo(line: str, ctx: TimeContext) -> Envelope:
+    """A Dynamo readable line; a terminal-bound one is coloured (tracing's ANSI), which is read past."""
+    text = ANSI.sub("", line) if "\x1b" in line else line
+    m = DYNAMO.match(text)
+    if not m:
+        return Envelope(None, None, None, None, line)
+    return Envelope(_dated_time(m, ctx), None, None, None, text[m.end():], level=m["level"], logger=m["target"])
+
+
+def _dynamo_time(value: object) -> str | None:
+    """`2025-09-02T15:53:31.943377Z` as the local text logmine stores (the zone, Dynamo's UTC, dropped)."""
+    m = DYNAMO_TIME.match(value) if isinstance(value, str) else None
+    return f"{m['date']} {m['time']}{_fraction(m['frac'])}" if m else None
+
+
+DYNAMO_TIME = re.compile(r"(?P<date>\d{4}-\d\d-\d\d)T(?P<time>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,9}))?")
+
+
+def read_dynamo_json(line: str, ctx: TimeContext) -> Envelope:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return Envelope(None, None, None, None, line)
+    if not isinstance(record, dict) or "message" not in record:
+        return Envelope(None, None, None, None, line)
+    target = json_text(record.get("target"))
+    if target == "log":  # a record of the `log` crate: a Python logger's, named by module and function
+        target = json_text(record.get("log.target")) or target
+    trace = {name: text for name in TRACE_FIELDS if (text := json_text(record.get(name))) is not None}
+    return Envelope(_dynamo_time(record.get("time")), None, None, None, json_message(record.get("message")),
+                    level=json_text(record.get("level")), logger=target, trace=trace or None)
+
+
 READERS: dict[str, Callable[[str, TimeContext], Envelope]] = {
     "journal-short": regex_reader(SHORT, _short_time),
     "journal-iso": regex_reader(ISO, _dated_time),
@@ -164,6 +252,8 @@ READERS: dict[str, Callable[[str, TimeContext], Envelope]] = {
     "journal-unix": regex_reader(UNIX, _epoch_time),
     "journal-monotonic": regex_reader(MONOTONIC, _no_time),
     "journal-json": read_json,
+    "dynamo": read_dynamo,
+    "dynamo-jsonl": read_dynamo_json,
     "stamped": regex_reader(STAMPED, _dated_time),
     "plain": read_plain,
 }
@@ -179,6 +269,10 @@ class Envelopes:
     pid: pa.Int64Array
     unit: pa.StringArray
     message: pa.StringArray
+    level: pa.StringArray | None = None  # envelopes with a level and logger of their own (Dynamo's)
+    logger: pa.StringArray | None = None
+    matched: np.ndarray | None = None  # which lines are in the envelope (for those whose lines are records)
+    traces: list[tuple[int, dict[str, str]]] | None = None  # (row, trace context) of the rows that have one
 
 
 SHORT_GROUPS = ("mon", "day", "time", "frac", "host", "ident", "pid")
@@ -193,17 +287,51 @@ def read_envelopes(lines: pa.StringArray, fmt: str, ctx: TimeContext, ascii_rows
     """The envelope of every line of a block, in order (`ctx` carries the year across blocks). Where
     `restarts` flags a row, an independent text starts there: it is read as if `ctx` were fresh."""
     if fmt == "journal-short":
-        return _read_short_block(lines, ctx, ascii_rows, restarts)
+        return _inner_dynamo(_read_short_block(lines, ctx, ascii_rows, restarts), ctx)
     n = len(lines)
     if fmt == "plain":
         none = pa.nulls(n, pa.string())
-        return Envelopes(none, none, none, pa.nulls(n, pa.int64()), none, lines)
+        return _inner_dynamo(Envelopes(none, none, none, pa.nulls(n, pa.int64()), none, lines), ctx)
     # The other envelopes are rarer and their readers keep no state: read them line by line.
     read = READERS[fmt]
     envs = [read(line, ctx) for line in lines.to_pylist()]
-    return Envelopes(*(pa.array([getattr(e, name) for e in envs], typ) for name, typ in (
+    out = Envelopes(*(pa.array([getattr(e, name) for e in envs], typ) for name, typ in (
         ("ts", pa.string()), ("host", pa.string()), ("ident", pa.string()), ("pid", pa.int64()),
         ("unit", pa.string()), ("message", pa.string()))))
+    if fmt in RANKLESS_FORMATS:
+        out.level = pa.array([e.level for e in envs], pa.string())
+        out.logger = pa.array([e.logger for e in envs], pa.string())
+        out.matched = np.array([e.level is not None for e in envs], dtype=bool)
+        out.traces = [(i, e.trace) for i, e in enumerate(envs) if e.trace]
+        return out
+    return _inner_dynamo(out, ctx)
+
+
+# A Dynamo readable line inside another envelope: `journalctl -u` of a `python -m dynamo.sglang` unit,
+# `docker logs -t` of its container, a file that mixes it with other writers' lines.
+DYNAMO_HEAD_RE2 = (r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d) +"
+                   rf"(?:{DYNAMO_LEVELS}) ")
+
+
+def _inner_dynamo(env: Envelopes, ctx: TimeContext) -> Envelopes:
+    """`env` with the Dynamo lines among its messages read as Dynamo's: their level, logger and message
+    (the outer envelope's time, host and PID stay); unchanged when there is none."""
+    rows = np.nonzero(flags(pc.match_substring_regex(env.message, DYNAMO_HEAD_RE2)))[0]
+    if not len(rows):
+        return env
+    inner = [read_dynamo(text, ctx) for text in env.message.take(pa.array(rows)).to_pylist()]
+    found = np.array([e.level is not None for e in inner], dtype=bool)
+    rows, inner = rows[found], [e for e, ok in zip(inner, found, strict=True) if ok]
+    if not len(rows):
+        return env
+    n = len(env.message)
+    env.message = patch(env.message, rows, pa.array([e.message for e in inner], pa.string()))
+    env.level = patch(pa.nulls(n, pa.string()), rows, pa.array([e.level for e in inner], pa.string()))
+    env.logger = patch(pa.nulls(n, pa.string()), rows, pa.array([e.logger for e in inner], pa.string()))
+    env.ts = pc.coalesce(env.ts, patch(pa.nulls(n, pa.string()), rows, pa.array([e.ts for e in inner], pa.string())))
+    env.matched = np.zeros(n, dtype=bool)
+    env.matched[rows] = True
+    return env
 
 
 def _short_groups(lines: pa.StringArray, ascii_rows: np.ndarray) -> tuple[np.ndarray, dict[str, pa.Array],
@@ -304,11 +432,19 @@ def detect_format(sample: Iterable[str]) -> str:
         return "plain"
     if sum(ln.lstrip().startswith("{") and '"MESSAGE"' in ln for ln in lines) >= len(lines) * 0.5:
         return "journal-json"
-    counts = {name: sum(1 for ln in lines if rx.match(ln))
-              for name, rx in (("journal-short", SHORT), ("journal-iso", ISO), ("journal-full", FULL),
+    if sum(_is_dynamo_json(ln) for ln in lines) >= len(lines) * 0.5:
+        return "dynamo-jsonl"
+    # Dynamo's first: its `ERROR main.init: ` would also read as a journal's `host ident: `.
+    counts = {name: sum(1 for ln in lines if rx.match(ANSI.sub("", ln) if name == "dynamo" else ln))
+              for name, rx in (("dynamo", DYNAMO), ("journal-short", SHORT), ("journal-iso", ISO),
+                               ("journal-full", FULL),
                                ("journal-unix", UNIX), ("journal-monotonic", MONOTONIC), ("stamped", STAMPED))}
     best = max(counts, key=lambda k: counts[k])
     return best if counts[best] >= len(lines) * 0.3 else "plain"
+
+
+def _is_dynamo_json(line: str) -> bool:
+    return line.lstrip().startswith("{") and all(f'"{key}":' in line for key in DYNAMO_JSON_KEYS)
 
 
 def looks_like_a_log(sample: list[str]) -> bool:

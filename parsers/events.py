@@ -86,12 +86,14 @@ EVENT_TABLES: tuple[EventTable, ...] = (
         "forward_iter": INT64, "new_seq": INT32, "new_tokens": INT64, "cached_tokens": INT64,
         "cache_hit_rate_pct": REAL, "tokens": INT64, "token_usage": REAL, "running_req": INT32,
         "queue_req": INT32, "pending_tokens": INT64, "graph": FLAG,
-        "input_throughput_tok_s": REAL, "extra": TEXT_MAP,
+        "input_throughput_tok_s": REAL, "waiting_image_req": INT32, "est_tflops_per_gpu": REAL,
+        "extra": TEXT_MAP,
     }),
     EventTable("decode_batches", "Decode batch stats lines; unknown `key: value` pairs land in `extra`.", {
         "forward_iter": INT64, "running_req": INT32, "tokens": INT64, "token_usage": REAL,
         "accept_len": REAL, "accept_rate": REAL, "graph": FLAG,
-        "gen_throughput_tok_s": REAL, "queue_req": INT32, "extra": TEXT_MAP,
+        "gen_throughput_tok_s": REAL, "queue_req": INT32, "est_tflops_per_gpu": REAL,
+        "est_read_bw_gb_s": REAL, "est_write_bw_gb_s": REAL, "fwd_occupancy_pct": REAL, "extra": TEXT_MAP,
     }),
     EventTable("retractions", "Requests retracted under KV-pool pressure.", {
         "retracted_reqs": INT32, "aborted_retracted_reqs": INT32, "new_tokens_gained": INT64,
@@ -117,6 +119,16 @@ EVENT_TABLES: tuple[EventTable, ...] = (
         "unit": TEXT, "code": TEXT, "status": TEXT, "result": TEXT,
         "restart_counter": INT32, "cpu_time": TEXT, "memory_peak": TEXT,
         "killed_pid": INT32, "detail": TEXT,
+    }),
+    EventTable("json_events", "SGLang's JSON event lines (`log_utils.log_json`, `RequestLogger._log_json`): "
+               "`request.received`, `request.finished`, `scheduler.status`, any other as its name. `purpose` tells "
+               "warmup and health-check requests from served ones; `fields` holds the record's other keys.", {
+        "event": TEXT, "event_ts": TIME, "rid": TEXT, "purpose": TEXT, "e2e_latency_s": REAL,
+        "prompt_tokens": INT64, "completion_tokens": INT64, "cached_tokens": INT64, "finish_reason": TEXT,
+        "running_reqs": INT32, "queued_reqs": INT32, "fields": JSON,
+    }),
+    EventTable("traces", "The trace context NVIDIA Dynamo's JSONL lines carry (W3C ids of the request's span).", {
+        "trace_id": TEXT, "span_id": TEXT, "parent_id": TEXT, "x_request_id": TEXT, "span_name": TEXT,
     }),
     EventTable("notices", "Other recognised one-line messages: config notices, third-party records.", {
         "topic": TEXT, "level": TEXT, "origin": TEXT, "detail": TEXT,

@@ -16,10 +16,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .envelopes import Envelopes, TimeContext, read_envelopes
+from .envelopes import ANSI_ESCAPE, Envelopes, TimeContext, read_envelopes
 from .events import COMMON_COLUMNS, FLAG, INT16, INT32, INT64, TABLES_BY_NAME, TEXT, TIME
+from .json_events import JSON_EVENT_START, json_event_fields
 from .launch_config import parse_server_args_repr
 from .progress_bars import bar_description, split_carriage_returns
+from .rank_guess import GUESSED_COLUMN, LAUNCH_KIND, PER_RANK_TABLES, RankGuess
 from .sglang_classifier import Classifier
 from .sglang_formats import IN_TRACEBACK_KINDS, JOURNAL_BLOB, JOURNAL_MARKER, RANK_COLUMNS, RAW_KINDS
 from .sglang_prefix import Prefixes, parse_prefixes
@@ -79,6 +81,10 @@ class LineParser:
     tracebacks: TracebackAssembler = field(default_factory=TracebackAssembler)
     last_ts: str | None = None
     last_kind: str | None = None
+    # The rank and host a per-rank file's name gives (`<host>_<rank>.log`), for lines that say neither.
+    file_rank: int | None = None
+    file_host: str | None = None
+    ranks: RankGuess = field(default_factory=RankGuess)  # for envelopes that dropped the rank tags
 
     def finish(self, batch: ColumnBatch) -> None:
         """Close the tracebacks still open at the end of the input."""
@@ -98,15 +104,23 @@ class LineParser:
             return
         ascii_rows = flags(pc.string_is_ascii(lines))
         env = read_envelopes(lines, self.envelope, self.time, ascii_rows, restarts)
-        if self.envelope == "journal-json":  # an ASCII record may decode to a message that is not (`\u00e9`)
+        if self.envelope in ("journal-json", "dynamo-jsonl"):  # an ASCII record may decode to a message that is not
             ascii_rows = flags(pc.string_is_ascii(env.message))
-        body_source, progress = _carriage_returns(env.message)
+        message, continued = _first_lines(env.message, env.matched) if env.matched is not None else (env.message, {})
+        body_source, progress = _carriage_returns(message)
         pre = parse_prefixes(body_source, ascii_rows)
+        if env.matched is not None:  # the envelope's lines are the logger's records, as a prefix would say
+            pre.prefixed = pre.prefixed | env.matched
+            _dynamo_own_records(pre, env)
         ts, log_ts = self._times(env, pre, restarts)
         body = pre.body
         classify_rows = np.nonzero(pre.prefixed | flags(pc.not_equal(body, "")))[0]
         found = self.classifier.classify(body, classify_rows, ascii_rows, env.ident, pre.prefixed)
-        block = Block(first_line_no, body, pre, ts, env.pid, found.kinds, progress, [None] * n, restarts)
+        if env.matched is not None:  # Dynamo's lines, on their own or inside another envelope
+            self._guess_ranks(pre, found.kinds, env.matched)
+        self._file_identity(pre, env)
+        block = Block(first_line_no, body, pre, ts, env.pid, found.kinds, progress, [None] * n, restarts,
+                      continued=continued)
         block.records["notices"] = self._log_records(block)
         errors = self._sequential_pass(block)
 
@@ -114,7 +128,7 @@ class LineParser:
             "source_id": pa.array(np.full(n, self.source_id, dtype=np.int64)),
             "line_no": pa.array(np.arange(first_line_no, first_line_no + n, dtype=np.int64)),
             "ts": ts, "log_ts": log_ts, "host": env.host, "ident": env.ident, "pid": env.pid, "unit": env.unit,
-            **pre.ranks, "level": pre.level, "logger": pre.logger,
+            **pre.ranks, "level": _either(pre.level, env.level), "logger": _either(pre.logger, env.logger),
             "prefixed": pa.array(pre.prefixed), "kind": pa.array(block.kinds, pa.string()),
             "group_line_no": pa.array(block.groups, pa.int64()), "message": env.message,
             "bad_utf8": pa.array(bad_utf8),
@@ -127,8 +141,32 @@ class LineParser:
             batch.add(table, self._events(table, pieces, first_line_no))
         if errors:
             batch.add("errors", pa.Table.from_pylist(errors))
+        if env.traces:
+            batch.add("traces", pa.Table.from_pylist([
+                {"kind": "trace", **trace, "line_no": first_line_no + row, "source_id": self.source_id}
+                for row, trace in env.traces]))
 
     # ------------------------------------------------------------ columns
+
+    def _guess_ranks(self, pre: Prefixes, kinds: np.ndarray, rankless: np.ndarray) -> None:
+        """Number the per-rank lines of an envelope that dropped the rank tags (`rank_guess`), among the
+        `rankless` rows (Dynamo's)."""
+        numbered = [k for k, table in self.classifier.tables.items() if table in PER_RANK_TABLES] + [LAUNCH_KIND]
+        untagged = ~flags(pc.is_valid(pre.ranks[GUESSED_COLUMN]))
+        rows = np.nonzero(np.isin(kinds, numbered) & untagged & rankless)[0]
+        guessed = [(int(i), self.ranks.rank_of(kinds[i], self.classifier.tables.get(kinds[i]))) for i in rows]
+        guessed = [(i, rank) for i, rank in guessed if rank is not None]
+        if guessed:
+            at = np.array([i for i, _ in guessed])
+            pre.ranks[GUESSED_COLUMN] = patch(pre.ranks[GUESSED_COLUMN], at, pa.array([r for _, r in guessed],
+                                                                                     pa.int64()))
+
+    def _file_identity(self, pre: Prefixes, env: Envelopes) -> None:
+        """The rank and host of a per-rank file's name, on the lines that say neither themselves."""
+        if self.file_rank is not None:
+            pre.ranks[GUESSED_COLUMN] = pc.fill_null(pre.ranks[GUESSED_COLUMN], self.file_rank)
+        if self.file_host is not None:
+            env.host = pc.fill_null(env.host, self.file_host)
 
     def _times(self, env: Envelopes, pre: Prefixes, restarts: np.ndarray | None = None
                ) -> tuple[pa.StringArray, pa.StringArray]:
@@ -142,12 +180,12 @@ class LineParser:
 
         known = pc.coalesce(pre.date, pc.utf8_slice_codeunits(env.ts, 0, 10))
         log_ts = with_date(known)
-        ts = pc.coalesce(env.ts, log_ts)
+        ts = pc.coalesce(env.ts, log_ts, _json_event_times(pre.body))
         dateless = pc.and_(pa.array(pre.prefixed), pc.is_null(known))
         if pc.any(dateless).as_py():
             last = pc.utf8_slice_codeunits(self._carried(ts, restarts), 0, 10)
             log_ts = pc.if_else(dateless, with_date(pc.fill_null(last, self.fallback_date)), log_ts)
-            ts = pc.coalesce(env.ts, log_ts)
+            ts = pc.coalesce(env.ts, log_ts, _json_event_times(pre.body))
         filled = pc.coalesce(ts, self._carried(ts, restarts))
         self.last_ts = filled[-1].as_py()
         return filled, log_ts
@@ -228,6 +266,8 @@ class LineParser:
         line_no = block.first_line_no + i
         if self.tracebacks.start(block.body_at(i), line_no, lambda: block.context(self.source_id, i)):
             block.kinds[i], block.groups[i] = "error", line_no
+            for rest in block.continued.get(i, ()):  # a record that holds its whole traceback (JSONL)
+                self.tracebacks.feed(rest, line_no)
             return
         logger = block.prefixes.logger[i].as_py()
         if logger is not None:
@@ -238,6 +278,10 @@ class LineParser:
         body = block.body_at(i)
         line_no = block.first_line_no + i
         kind = block.kinds[i]
+        if kind is None and body.startswith(JSON_EVENT_START) and (event := json_event_fields(body)) is not None:
+            block.kinds[i] = "json_event"
+            block.records.setdefault("json_events", []).append({"_row": i, "kind": "json_event", **event})
+            return []
         if kind is None or kind in IN_TRACEBACK_KINDS:
             joined = self.tracebacks.feed(body, line_no)
             if joined is not None:
@@ -283,6 +327,7 @@ class Block:
     groups: list[int | None]
     restarts: np.ndarray | None = None  # rows where an independent text starts
     records: dict[str, list[dict]] = field(default_factory=dict)
+    continued: dict[int, list[str]] = field(default_factory=dict)  # the further lines of a record's message
 
     def body_at(self, i: int) -> str:
         return self.body[i].as_py()
@@ -308,6 +353,43 @@ class Block:
         return row | {name: values[i].as_py() for name, values in pre.ranks.items()}
 
 
+def _dynamo_own_records(pre: Prefixes, env: Envelopes) -> None:
+    """Dynamo's own (Rust) records, whose target is a module path (`dynamo_runtime::pipeline`), are
+    structured records whatever their text, as the foreign `LEVEL file.py:N:` shape is (`log_record`)."""
+    rows = np.nonzero(flags(pc.match_substring(env.logger, "::")))[0]
+    if len(rows):
+        at = pa.array(rows)
+        pre.logger = patch(pre.logger, rows, env.logger.take(at))
+        pre.level = patch(pre.level, rows, env.level.take(at))
+
+
+def _either(first: pa.Array, then: pa.Array | None) -> pa.Array:
+    return first if then is None else pc.coalesce(first, then)
+
+
+JSON_EVENT_TIME_RE2 = (r'^\{"timestamp": "(?P<date>\d{4}-\d\d-\d\d)T(?P<clock>\d\d:\d\d:\d\d(?:\.\d{1,6})?)"')
+
+
+def _json_event_times(body: pa.StringArray) -> pa.StringArray:
+    """The time of SGLang's JSON event lines (`parsers.json_events`), which have no prefix; null elsewhere."""
+    if not pc.any(pc.starts_with(body, '{"timestamp": "')).as_py():
+        return pa.nulls(len(body), pa.string())
+    found = pc.extract_regex(body, JSON_EVENT_TIME_RE2)
+    stamp = pc.binary_join_element_wise(found.field("date"), " ", found.field("clock"), "")
+    return pc.if_else(found.is_valid(), stamp, pa.scalar(None, pa.string()))
+
+
+def _first_lines(message: pa.StringArray, records: np.ndarray) -> tuple[pa.StringArray, dict[int, list[str]]]:
+    """The messages of the `records` rows cut at their first newline, and the lines after it by row (a JSON
+    record holds a whole traceback in its one line)."""
+    if not has_byte(message, 0x0A):
+        return message, {}
+    rows = np.nonzero(flags(pc.match_substring(message, "\n")) & records)[0]
+    parts = [message[int(i)].as_py().split("\n") for i in rows]
+    first = pa.array([p[0] for p in parts], pa.string())
+    return patch(message, rows, first), {int(i): p[1:] for i, p in zip(rows, parts, strict=True)}
+
+
 def log_record(row: int, level: str | None, origin: str) -> dict[str, object]:
     """The notice row of a foreign `LEVEL file.py:N:` line: a structured record even when its text is new."""
     return {"_row": row, "kind": "log_record", "topic": "log_record", "level": level, "origin": origin}
@@ -315,7 +397,6 @@ def log_record(row: int, level: str | None, origin: str) -> dict[str, object]:
 
 JOURNAL_MARKER_LINE = re.compile(JOURNAL_MARKER)
 JOURNAL_BLOB_LINE = re.compile(JOURNAL_BLOB)
-ANSI_ESCAPE = r"\x1b\[[0-9;?]*[A-Za-z]"
 
 
 def _without_colour(message: pa.StringArray) -> pa.StringArray:

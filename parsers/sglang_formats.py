@@ -258,6 +258,46 @@ STATS_KEYS: dict[str, str] = {
     "#full token": "tokens", "full token usage": "token_usage",
 }
 
+
+@dataclass(frozen=True)
+class StatsSuffix:
+    """A `key: value` part some releases or options add to the batch lines, with a real line carrying it."""
+
+    key: str
+    column: str
+    versions: str
+    example: str
+
+
+# The parts `scheduler_components/metrics_reporter.py` (and the metrics mixin before it) appends, each a
+# column of the batch tables it appears in.
+STATS_SUFFIXES = (
+    StatsSuffix("est. prefill TFLOPS/s (per GPU)", "est_tflops_per_gpu", "v0.5.19+ with --enable-mfu-metrics",
+                "Prefill batch, #new-seq: 1, #new-token: 512, #cached-token: 0, token usage: 0.01, #running-req: 0, "
+                "#queue-req: 0, cuda graph: False, input throughput (token/s): 8123.45, "
+                "est. prefill TFLOPS/s (per GPU): 187.32"),
+    StatsSuffix("est. decode TFLOPS/s (per GPU)", "est_tflops_per_gpu", "v0.5.19+ with --enable-mfu-metrics",
+                "Decode batch, #running-req: 4, #token: 2048, token usage: 0.02, cuda graph: True, "
+                "gen throughput (token/s): 410.22, #queue-req: 0, est. decode TFLOPS/s (per GPU): 3.41, "
+                "est. read BW (GB/s per GPU): 1534.90, est. write BW (GB/s per GPU): 2.17"),
+    StatsSuffix("est. read BW (GB/s per GPU)", "est_read_bw_gb_s", "v0.5.19+ with --enable-mfu-metrics",
+                "Decode batch, #running-req: 1, #token: 82, token usage: 0.00, cuda graph: True, "
+                "gen throughput (token/s): 73.90, #queue-req: 0, est. decode TFLOPS/s (per GPU): 0.61, "
+                "est. read BW (GB/s per GPU): 702.15, est. write BW (GB/s per GPU): 0.38"),
+    StatsSuffix("est. write BW (GB/s per GPU)", "est_write_bw_gb_s", "v0.5.19+ with --enable-mfu-metrics",
+                "Decode batch, #running-req: 1, #token: 122, token usage: 0.00, cuda graph: True, "
+                "gen throughput (token/s): 74.02, #queue-req: 0, est. decode TFLOPS/s (per GPU): 0.62, "
+                "est. read BW (GB/s per GPU): 703.40, est. write BW (GB/s per GPU): 0.41"),
+    StatsSuffix("waiting-image-req", "waiting_image_req", "v0.5.10+ language-only (EPD) schedulers",
+                "Prefill batch, #new-seq: 2, #new-token: 1300, #cached-token: 0, token usage: 0.03, #running-req: 1, "
+                "#queue-req: 3, waiting-image-req: 2, cuda graph: False, input throughput (token/s): 2210.10"),
+    StatsSuffix("fwd occupancy", "fwd_occupancy_pct",
+                "v0.5.19+ with the device timer (SGLANG_ENABLE_METRICS_DEVICE_TIMER)",
+                "Decode batch, #running-req: 8, #token: 4096, token usage: 0.04, cuda graph: True, "
+                "gen throughput (token/s): 612.80, #queue-req: 0, fwd occupancy: 91.25%"),
+)
+STATS_KEYS.update({suffix.key: suffix.column for suffix in STATS_SUFFIXES})
+
 # ---------------------------------------------------------------- HTTP server (§4)
 HTTP = (
     Pattern("http_request", "http_requests",

@@ -3,6 +3,10 @@
 --
 -- `cache_hit_share` is cached / (cached + new) prefill tokens; throughput figures are SGLang's own
 -- per-interval `gen throughput (token/s)`, so percentiles are over log intervals, not requests.
+-- `requests_received`/`requests_finished` and the latencies count SGLang's JSON request events
+-- (`--log-requests-format json`) of served requests; the requests SGLang sends itself are counted apart:
+-- `warmup_requests` (its warmup text, or finished before the run was ready) and `health_checks`
+-- (`/health_generate`'s `HEALTH_CHECK_` requests).
 -- Columns: source, run, http_requests, cache_hit_share, decode_tok_s_p50
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all).
 WITH selected AS (
@@ -44,6 +48,29 @@ http AS (
           GROUP BY ALL)
     GROUP BY source_id, run
 ),
+request_events AS (
+    SELECT e.source_id, r.ordinal AS run, e.event, e.e2e_latency_s, e.completion_tokens,
+           CASE WHEN e.purpose = 'request' AND r.ready_at IS NOT NULL AND e.ts <= r.ready_at THEN 'warmup'
+                ELSE e.purpose END AS purpose
+    FROM json_events AS e
+    JOIN runs AS r ON e.source_id = r.source_id AND e.line_no BETWEEN r.first_line_no AND r.last_line_no
+    WHERE e.event IN ('request.received', 'request.finished')
+),
+requests AS (
+    SELECT source_id, run,
+           count(*) FILTER (event = 'request.received' AND purpose = 'request') AS requests_received,
+           count(*) FILTER (event = 'request.finished' AND purpose = 'request') AS requests_finished,
+           count(*) FILTER (event = 'request.finished' AND purpose = 'warmup') AS warmup_requests,
+           count(*) FILTER (event = 'request.finished' AND purpose = 'health_check') AS health_checks,
+           round(quantile_cont(e2e_latency_s, 0.5) FILTER (event = 'request.finished' AND purpose = 'request'), 3)
+               AS e2e_latency_s_p50,
+           round(quantile_cont(e2e_latency_s, 0.9) FILTER (event = 'request.finished' AND purpose = 'request'), 3)
+               AS e2e_latency_s_p90,
+           sum(completion_tokens) FILTER (event = 'request.finished' AND purpose = 'request')::BIGINT
+               AS completion_tokens
+    FROM request_events
+    GROUP BY ALL
+),
 retracted AS (
     SELECT source_id, run,
            count(DISTINCT (date_trunc('second', ts), retracted_reqs, new_token_ratio_before)) AS retractions
@@ -52,10 +79,13 @@ retracted AS (
 SELECT sel.source, sel.run, p.prefill_batches, d.decode_batches, h.http_requests, h.http_errors,
        p.prefill_new_tokens, p.prefill_cached_tokens, p.cache_hit_share, d.token_usage_peak,
        d.running_req_peak, d.queue_req_peak, d.decode_tok_s_p50, d.decode_tok_s_p90, d.decode_tok_s_p99,
-       d.accept_len_mean, coalesce(x.retractions, 0) AS retractions, h.requests_by_path_status
+       d.accept_len_mean, coalesce(x.retractions, 0) AS retractions, h.requests_by_path_status,
+       q.requests_received, q.requests_finished, q.warmup_requests, q.health_checks, q.e2e_latency_s_p50,
+       q.e2e_latency_s_p90, q.completion_tokens
 FROM selected AS sel
 LEFT JOIN prefill AS p USING (source_id, run)
 LEFT JOIN decode AS d USING (source_id, run)
 LEFT JOIN http AS h USING (source_id, run)
 LEFT JOIN retracted AS x USING (source_id, run)
+LEFT JOIN requests AS q USING (source_id, run)
 ORDER BY sel.source_id, sel.run;

@@ -2,7 +2,8 @@
 
 In order: runs, configurations and their diffs (`runs`); the views in `queries/views/` (the parameter
 filters of the named queries, and each event table's `<table>_by_run` view); the templates of the lines
-no pattern knows (`templates`); and the links between agent transcripts and runs (`transcript_links`).
+no pattern knows (`templates`); the logs of a shape logmine does not read (`drift`); and the links between
+agent transcripts and runs (`transcript_links`).
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ import duckdb
 
 from ..parsers.events import EVENT_TABLES
 from ..store import execute, has_table
+from . import drift, runs, transcript_links
 from . import line_templates as templates
-from . import runs, transcript_links
 
 # Tables whose `_by_run` view is not the plain `events_by_run` macro (see queries/views/by_run.sql).
 OWN_BY_RUN_VIEW = {"kv_cache"}
@@ -37,6 +38,7 @@ def rebuild(con: duckdb.DuckDBPyConnection, utc_offset: timedelta | None = None,
         create_views(con)  # a follow's batches keep the views its first commit made
     if has_table(con, "lines"):
         templates.mine(con)
+        drift.rebuild_new_shapes(con)
     if has_table(con, "sessions"):
         transcript_links.link_transcripts(con, utc_offset)
 

@@ -444,6 +444,8 @@ def end_reason(r: Run, is_last: bool, cause: Cause | None = None,
         return "ended", "no shutdown line"
     if exited or r.has("systemd_stopped", "systemd_deactivated"):
         return "stopped", detail
+    if r.has("uvicorn_finished"):  # the HTTP server shut down with no signal logged (a plain or Dynamo log)
+        return "stopped", "uvicorn shut down"
     if cause.exit_trace is not None:
         return "ended", "no shutdown line; exit-time warnings show the process was ended"
     return "running", None

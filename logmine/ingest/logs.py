@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -50,6 +51,7 @@ from ..inputs.sources import (
     iter_line_blocks,
     looks_binary,
     open_bytes,
+    per_rank_file,
     read_range,
 )
 from ..parsers.batch_stats import expand_stats
@@ -98,6 +100,7 @@ class SourceReport:
     by_kind: Counter = field(default_factory=Counter)
     untimed_markers: int = 0  # in the whole source, once its runs are derived
     note: str | None = None  # what was done and why, when its content was seen before or changed
+    new_shape: str | None = None  # lines of a shape logmine does not read (`drift`), once the ingest is derived
     lines_cut: int = 0  # lines longer than `limits.MAX_LINE_BYTES`, stored cut to it
 
     def as_dict(self) -> dict:
@@ -106,7 +109,7 @@ class SourceReport:
                 "format": self.envelope,
                 "lines_read": self.lines_read, "lines_typed": self.lines_typed,
                 "lines_untyped": self.lines_untyped, "by_kind": dict(self.by_kind.most_common()),
-                "untimed_markers": self.untimed_markers}
+                "untimed_markers": self.untimed_markers, "new_shape": self.new_shape}
 
 
 @dataclass
@@ -346,6 +349,8 @@ class ParsePlan:
     redact: bool = False  # replace secrets in each line before it is parsed (`logmine.ingest.redact`)
     key_lines_left: int = 0  # resuming inside a private key an earlier ingest began (`redact.KeyBlock`)
     end_offset: int | None = None  # where to stop: one byte range of a file (`logmine.ingest.jobs.ranges`)
+    file_host: str | None = None  # what a per-rank file's name says (`inputs.sources.per_rank_file`)
+    file_rank: int | None = None
 
 
 @dataclass
@@ -411,6 +416,8 @@ def plan_parse(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
         fallback_date = datetime.fromtimestamp(inp.mtime or datetime.now().timestamp()).strftime("%Y-%m-%d")
         time = infer_context(fmt, sample, int(fallback_date[:4]))
     plan = ParsePlan(inp, start_offset, first_line, source_id, fmt, time, fallback_date, redact=redact)
+    if inp.path != "-" and (named := per_rank_file(Path(inp.path).name)):
+        plan.file_host, plan.file_rank, _ = named
     if first_line > 1:  # the parser's state at the line before: the time and kind later lines inherit
         found = execute(con, "SELECT CAST(ts AS VARCHAR), kind FROM lines WHERE source_id = ? AND line_no = ?",
                     [source_id, first_line - 1])
@@ -467,7 +474,7 @@ def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iter
     """
     stream = stream or PeekableStream(open_bytes(plan.inp, plan.start_offset, plan.end_offset), plan.inp.display)
     parser = LineParser(plan.source_id, plan.envelope, plan.time, plan.fallback_date, last_ts=plan.last_ts,
-                        last_kind=plan.last_kind)
+                        last_kind=plan.last_kind, file_rank=plan.file_rank, file_host=plan.file_host)
     redactor = Redactor(plan.key_lines_left) if plan.redact else None
     # Every byte read is hashed (`source_identity`): a file edited in place, copied or renamed is recognised.
     hasher = content_hasher() if plan.start_offset == 0 else None

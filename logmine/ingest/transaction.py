@@ -131,7 +131,7 @@ def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, found: SortedInputs, 
 
     from ..derive import rebuild as derive
     from ..knowledge import rebuild as knowledge
-    from ..store import execute, save_setting, setting
+    from ..store import execute, has_table, save_setting, setting
     from . import interrupts, transcripts
     from .jobs.files import ingest_logs_parallel, worth_a_pool
     from .logs import failure_line, ingest_logs
@@ -172,8 +172,11 @@ def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, found: SortedInputs, 
         touched = {s.source_id: s.status for s in logs.sources} if open_runs_only else None
         derive.rebuild(con, utc_offset=utc_offset, open_runs_of=touched)
         untimed = dict(execute(con, "SELECT source_id, sum(untimed_markers) FROM runs GROUP BY ALL"))
+        shapes = dict(execute(con, "SELECT source_id, shape FROM new_shape")) if has_table(con, "new_shape") \
+            else {}
         for source in report.logs.sources:
             source.untimed_markers = int(untimed.get(source.source_id) or 0)
+            source.new_shape = shapes.get(source.source_id)
         interrupts.check()
         knowledge.rebuild(con)  # facts, claims, decisions; spaCy only when a transcript has text
         if in_transaction:

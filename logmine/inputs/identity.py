@@ -31,6 +31,7 @@ from .sources import (
     describe,
     fingerprint,
     open_bytes,
+    per_rank_file,
     read_range,
 )
 
@@ -239,7 +240,10 @@ def same_content(con: duckdb.DuckDBPyConnection, inp: Input) -> SameContent | No
     stored = con.execute("SELECT * FROM sources WHERE kind = 'log' AND content_hash IS NOT NULL AND path <> '-' "
                          "AND path <> ?", [inp.path])
     names = [d[0] for d in stored.description]
-    sources = [dict(zip(names, row, strict=True)) for row in stored.fetchall()]
+    # SGLang's per-rank files hold the same status lines on every rank: one rank's file is never another's copy.
+    rank_file = _rank_file(inp.path)
+    sources = [source for row in stored.fetchall()
+               if _rank_file((source := dict(zip(names, row, strict=True)))["path"]) == rank_file]
     if not sources:
         return None
     with open_bytes(inp) as stream:
@@ -264,6 +268,12 @@ def same_content(con: duckdb.DuckDBPyConnection, inp: Input) -> SameContent | No
                     and prefix_hashes(describe_path(source["path"]), {inp.size}) == prefix_hashes(inp, {inp.size}):
                 return SameContent(source, "older copy")
     return None
+
+
+def _rank_file(path: str) -> tuple[str, int] | None:
+    """The host and rank a per-rank file's name gives (its hourly copies share them), else None."""
+    found = per_rank_file(Path(path).name)
+    return found[:2] if found else None
 
 
 def still_there(source: dict, length: int | None = None) -> bool:

@@ -9,6 +9,7 @@ endings) is no part of its line; bytes that are not UTF-8 are kept as `\\xNN` es
 from __future__ import annotations
 
 import functools
+import glob
 import gzip
 import hashlib
 import io
@@ -39,7 +40,30 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 # What a directory walk takes as a log file (a file named explicitly is read whatever its name).
 LOG_SUFFIXES = (".log", ".txt", ".jsonl", ".gz", ".zst", ".out", ".err")
 # Rotated copies keep their log name before a counter or a date: `server.log.1`, `server.log-20261201.gz`.
-ROTATED_LOG = re.compile(r"\.(?:log|txt|jsonl|out|err)(?:[.-]\d+)+(?:\.(?:gz|zst))?$")
+ROTATED_LOG = re.compile(r"\.(?:log|txt|jsonl|out|err)(?:(?:[.-]\d+)+|\.\d{4}-\d\d-\d\d(?:_\d\d(?:-\d\d)?)?)"
+                         r"(?:\.(?:gz|zst))?$")
+# SGLang's per-rank event files (`log_utils._create_log_target_file`): `<hostname>_<rank>.log`, rotated every
+# hour by Python's TimedRotatingFileHandler into `<hostname>_<rank>.log.YYYY-MM-DD_HH`.
+PER_RANK_FILE = re.compile(r"^(?P<host>.+)_(?P<rank>\d{1,5})\.log(?:\.(?P<rotated>\d{4}-\d\d-\d\d_\d\d))?"
+                           r"(?:\.(?:gz|zst))?$")
+
+
+def per_rank_file(name: str) -> tuple[str, int, str | None] | None:
+    """(host, rank, rotation stamp or None for the live file) of a per-rank file's name, else None."""
+    m = PER_RANK_FILE.match(name)
+    return (m["host"], int(m["rank"]), m["rotated"]) if m else None
+
+
+def in_time_order(names: list[Path]) -> list[Path]:
+    """A folder's files with each per-rank file's hourly copies before it, oldest first (the names sort
+    by their stamp), so that one host's and rank's events are read in the order they were written."""
+    def key(path: Path) -> tuple[str, str]:
+        found = per_rank_file(path.name)
+        if found is None:
+            return (path.name, "")
+        host, rank, rotated = found
+        return (f"{host}_{rank}.log", rotated or "\uffff")  # the live file last
+    return sorted(names, key=key)
 
 
 class InputError(Exception):
@@ -53,6 +77,9 @@ class Input:
     compression: str | None
     size: int | None
     mtime: float | None
+    # The files read one after the other as this input: a per-rank file's hourly copies, oldest first, then
+    # the file itself (`compression` "hourly"). Empty for one file.
+    parts: tuple[str, ...] = ()
 
     @property
     def resumable(self) -> bool:
@@ -131,7 +158,28 @@ def describe(path: Path) -> Input:
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
     compression = "gzip" if magic.startswith(GZIP_MAGIC) else "zstd" if magic.startswith(ZSTD_MAGIC) else None
+    copies = hourly_copies(path) if compression is None else []
+    if copies:
+        sizes = [c.stat() for c in copies]
+        return Input(str(path.resolve()), str(path), "hourly", stat.st_size + sum(c.st_size for c in sizes),
+                     max([stat.st_mtime] + [c.st_mtime for c in sizes]),
+                     tuple(str(c.resolve()) for c in copies) + (str(path.resolve()),))
     return Input(str(path.resolve()), str(path), compression, stat.st_size, stat.st_mtime)
+
+
+def hourly_copies(path: Path) -> list[Path]:
+    """The hourly copies beside a per-rank file (`<host>_<rank>.log.YYYY-MM-DD_HH`), oldest first; none for
+    any other file. Read with it as one source: one host's and rank's events in the order they were written."""
+    found = per_rank_file(path.name)
+    if found is None or found[2] is not None:
+        return []
+    try:
+        siblings = list(path.parent.glob(glob.escape(path.name) + ".*"))
+    except OSError:
+        return []
+    copies = [p for p in siblings if (named := per_rank_file(p.name)) and named[:2] == found[:2] and named[2]
+              and p.is_file()]
+    return sorted(copies, key=lambda p: p.name)
 
 
 def open_bytes(inp: Input, offset: int = 0, end: int | None = None) -> BinaryIO:
@@ -139,6 +187,8 @@ def open_bytes(inp: Input, offset: int = 0, end: int | None = None) -> BinaryIO:
     plain files only)."""
     if inp.path == "-":
         return InterruptibleStdin(sys.stdin.buffer)  # type: ignore[return-value]
+    if inp.parts:
+        return Chained(inp.parts)  # type: ignore[return-value]
     raw = open(inp.path, "rb")  # noqa: SIM115 - closed by the caller through the returned stream
     if inp.compression == "gzip":
         return GuardedGzip(raw)  # type: ignore[return-value]
@@ -177,6 +227,33 @@ class InterruptibleStdin(io.RawIOBase):
 
 
 STDIN_POLL_S = 0.5
+
+
+class Chained(io.RawIOBase):
+    """Files read one after the other as one stream (an input's `parts`)."""
+
+    def __init__(self, paths: tuple[str, ...]) -> None:
+        self.paths, self.raw = list(paths), None
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview | bytearray) -> int:
+        while True:
+            if self.raw is None:
+                if not self.paths:
+                    return 0
+                self.raw = open(self.paths.pop(0), "rb")  # noqa: SIM115 - closed when read to its end
+            got = self.raw.readinto(buffer) or 0
+            if got:
+                return got
+            self.raw.close()
+            self.raw = None
+
+    def close(self) -> None:
+        if self.raw is not None:
+            self.raw.close()
+        super().close()
 
 
 class Window(io.RawIOBase):
@@ -466,6 +543,9 @@ def add_file(path: Path, name: str, found: SortedInputs, named: bool, other_file
     if problem:
         found.skipped.append(f"{name}: {problem}")
         return
+    if not named and (rank_file := per_rank_file(path.name)) and rank_file[2] \
+            and (path.parent / f"{rank_file[0]}_{rank_file[1]}.log").is_file():
+        return  # an hourly copy, read with its per-rank file (`hourly_copies`)
     transcript = detect(path)
     if transcript:
         found.transcripts.append((path, transcript))
@@ -517,7 +597,7 @@ def walk_directory(root: Path, found: SortedInputs, walked: set[tuple[int, int]]
             return
         walked.add((info.st_dev, info.st_ino))
         tree = detect(root)
-        children = [] if tree else sorted(root.iterdir())
+        children = [] if tree else in_time_order(list(root.iterdir()))
     except OSError as exc:  # a folder that cannot be listed costs only itself
         found.skipped.append(f"{root}: cannot read ({exc.strerror})")
         return

@@ -21,6 +21,7 @@ from .memory import memory_section
 from .model import Document
 from .next_config import next_config_section
 from .serving import serving_section
+from .shapes import shapes_section
 from .summary import summary_section
 from .timeline import timeline_section
 from .words import clock, plural
@@ -36,8 +37,8 @@ def build(con: duckdb.DuckDBPyConnection, runs: Sequence[int] | None = None, sou
     if (runs or source) and data["runs"].empty:
         asked = ", ".join(f"run {r}" for r in runs or []) or f"source {source}"
         raise LookupError(f"no {asked} in the database (see `logmine runs`)")
-    makers = [summary_section, timeline_section, ends_section, memory_section, next_config_section, changes_section,
-              serving_section, agent_section]
+    makers = [summary_section, shapes_section, timeline_section, ends_section, memory_section, next_config_section,
+              changes_section, serving_section, agent_section]
     sections = [s for s in (make(data) for make in makers) if s is not None]
     rows = data["runs"]
     names = sorted({data.source_name(s) for s in rows["source"]})

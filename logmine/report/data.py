@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..query import named_queries
 from ..query.selection import source_names
+from ..store import has_table
 from .model import Citation
 
 # Per-run queries, each keyed by the column that holds the run ordinal.
@@ -74,6 +75,8 @@ def gather(con: duckdb.DuckDBPyConnection, runs: Sequence[int] | None = None, so
         df = named_queries.execute(con, name, source=source, run=None, bucket_s=None)
         frames[name] = df[df[run_column].isin(runs)].reset_index(drop=True) if runs else df
     frames["runs"] = frames["runs"].merge(last_seen(con), on=["source", "ordinal"], how="left")
+    frames["new-shapes"] = named_queries.execute(con, "new-shapes", source=source) \
+        if has_table(con, "new_shape") else pd.DataFrame(columns=["source", "shape", "lines", "untyped", "line"])
     wanted = set(zip(frames["runs"]["source"], frames["runs"]["ordinal"], strict=True))
     for name in SESSION_QUERIES:
         frames[name] = named_queries.execute(con, name, session=session, source=source)

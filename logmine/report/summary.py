@@ -39,10 +39,11 @@ def source_summary(data: ReportData, source: str, runs: list[pd.Series]) -> list
     config = first["config"] if isinstance(first["config"], dict) else {}
     model = config.get("served_model_name") or config.get("model_path")
     ready = sum(not missing(r["ready_at"]) for r in runs)
-    until = max(r[c] for r in runs for c in ("started_at", "ready_at", "ended_at", "last_seen_at")
-                if not missing(r[c]))
-    # A launch that died before printing anything stamped has no start time of its own.
-    span = f"from {clock(min(r['started_at'] for r in runs if not missing(r['started_at'])))} to {clock(until)}"
+    times = [r[c] for r in runs for c in ("started_at", "ready_at", "ended_at", "last_seen_at") if not missing(r[c])]
+    # A launch that died before printing anything stamped has no start time of its own; a log with no time in
+    # it at all (SGLang's JSON events without their stamps, a shape logmine cannot read) has no span.
+    starts = [r["started_at"] for r in runs if not missing(r["started_at"])]
+    span = f"from {clock(min(starts or times))} to {clock(max(times))}" if times else "at no time the log gives"
     ranks = int(first["ranks"]) if not missing(first["ranks"]) else 0  # 0: no rank logged its start
     what = (f" of {model}" if model else "") + (f" ({plural(ranks, 'rank')}{node_words(first)})" if ranks else "")
     sentences = [Text(f"{plural(len(runs), 'server start')}{what} in {data.source_name(source)}, {span}; "

@@ -21,6 +21,8 @@ def summary_text(summary: dict) -> str:
                    f"{s['lines_read']:,} lines, {s['lines_untyped']:,} untyped")
         if s.get("note"):
             out.append(f"  {visible(s['note'], one_line=True)}")
+        if s.get("new_shape"):
+            out.append(f"  new shape: {visible(s['new_shape'], one_line=True)}")
         if s.get("lines_cut"):
             from ..parsers.limits import MAX_LINE_BYTES
 

@@ -1,0 +1,55 @@
+"""Format drift, said out loud: a log whose lines logmine mostly cannot type gets a `new_shape` row.
+
+Two cases. A file in no envelope logmine knows, whose lines carry no SGLang prefix either, is a format
+logmine does not know ("lines look like JSON objects with keys time, level, target, message: not a format
+logmine knows"). A file in a known envelope (or SGLang's own prefix) whose messages no pattern or
+catalogue entry types is a new release or a new writer ("... lines hold messages logmine does not
+type"). Either way the lines are stored, untyped; the row names the shape they take (`line_shapes`),
+the ingest summary prints it and the report shows it.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+
+from ..parsers.line_shapes import describe_lines
+from ..parsers.sglang_prefix import parse_prefix
+from ..store import append, create_table, execute, typed_table
+
+DRIFT_SHARE = 0.5  # of a source's lines, untyped
+DRIFT_MIN_LINES = 10
+PREFIXED_SHARE = 0.1  # a plain file with fewer SGLang-prefixed lines than this is in no format logmine knows
+SAMPLE_LINES = 200
+NEW_SHAPE_COLUMNS = {"source_id": "INTEGER", "envelope": "VARCHAR", "shape": "VARCHAR", "lines": "BIGINT",
+                     "untyped": "BIGINT", "first_line_no": "BIGINT", "example": "VARCHAR"}
+
+
+def rebuild_new_shapes(con: duckdb.DuckDBPyConnection) -> None:
+    """Remake `new_shape` from the stored lines."""
+    execute(con, 'DROP TABLE IF EXISTS "new_shape"')
+    create_table(con, "new_shape", NEW_SHAPE_COLUMNS)
+    counts = execute(con, """
+        SELECT l.source_id, s.envelope, count(*) AS lines,
+               count(*) FILTER (l.kind IS NULL AND trim(l.message) <> '') AS untyped,
+               count(*) FILTER (l.prefixed) AS prefixed
+        FROM lines AS l JOIN sources AS s USING (source_id)
+        WHERE s.kind = 'log'
+        GROUP BY ALL ORDER BY l.source_id""")
+    rows = []
+    for source_id, envelope, lines, untyped, prefixed in counts:
+        if untyped < max(DRIFT_MIN_LINES, DRIFT_SHARE * lines):
+            continue
+        sample = execute(con, "SELECT line_no, message FROM lines WHERE source_id = ? AND kind IS NULL "
+                              "AND trim(message) <> '' ORDER BY line_no LIMIT ?", [source_id, SAMPLE_LINES])
+        # Described by what follows SGLang's prefix, where a line has one: the messages are what is new.
+        looks = describe_lines([parse_prefix(message)[1] for _, message in sample]) or "nothing logmine names"
+        if envelope == "plain" and prefixed < PREFIXED_SHARE * lines:
+            shape = f"{looks if looks.startswith('lines ') else 'lines look like ' + looks}: not a format logmine knows"
+        else:
+            shape = f"{untyped:,} of its {lines:,} {envelope} lines hold messages logmine does not type ({looks})"
+        rows.append({"source_id": source_id, "envelope": envelope, "shape": shape, "lines": lines,
+                     "untyped": untyped, "first_line_no": sample[0][0], "example": sample[0][1][:500]})
+    if rows:
+        data = pa.table({name: pa.array([r[name] for r in rows]) for name in NEW_SHAPE_COLUMNS})
+        append(con, "new_shape", typed_table(data, NEW_SHAPE_COLUMNS), NEW_SHAPE_COLUMNS)
