@@ -126,7 +126,7 @@ def test_kimi_report_shows_the_scenario_as_a_browser_renders_it(kimi: dict) -> N
     # Run 2 was restarted by the agent while loading: the report says so, and that it was no crash.
     assert "Run 2 never became ready: it was stopped while still loading weights" in seen
     assert "an operator's restart, not a crash" in seen
-    assert "44.77 GB (41.70 GiB)" in seen and "358.16 GB (333.60 GiB)" in seen
+    assert "44.77 GB (41.70 GiB)" in seen and "358.16 GB (333.56 GiB)" in seen
     assert "159,277 tokens, 10.42 GiB" in seen
     assert "1,274,216" not in seen  # KV tokens are per rank, never summed over the 8 ranks
     assert "hicache_ratio 2.0 → 4.0" in seen
@@ -147,7 +147,7 @@ def test_kimi_report_shows_the_scenario_as_a_browser_renders_it(kimi: dict) -> N
 
 def test_kimi_report_in_markdown_carries_the_same_figures(kimi: dict) -> None:
     md = kimi["markdown"]
-    for figure in ("690 s", "736 s", "44.77 GB (41.70 GiB)", "358.16 GB (333.60 GiB)", "159,277 tokens, 10.42 GiB",
+    for figure in ("690 s", "736 s", "44.77 GB (41.70 GiB)", "358.16 GB (333.56 GiB)", "159,277 tokens, 10.42 GiB",
                    "hicache\\_ratio 2.0 → 4.0", "“can we do ratio 4?”", "[`journal.txt:1517`]"):
         assert figure in md
     assert md.rstrip().endswith("```") and "journal.txt:1517  [2026-03-01 23:43:32 TP0] Allocating 44.77 GB" in md
