@@ -217,8 +217,7 @@ def test_an_ingest_whose_worker_is_killed_fails_that_input_in_one_line(tmp_path:
     assert ingest.returncode == INPUT_FAILED
     assert err == f"logmine: {worker_sized_journal}: the parse worker process was killed by SIGKILL (as by the " \
                   "out-of-memory killer) before it finished\n"
-    with duckdb.connect(str(tmp_path / "t.duckdb"), read_only=True) as con:  # none of its rows kept
-        assert con.execute("SELECT count(*) FROM lines").fetchone() == (0,)
+    assert not (tmp_path / "t.duckdb").exists()  # none of its rows kept: an ingest that stores nothing leaves no file
 
 
 @pytest.mark.parametrize("how, jobs", [("stdin", 2), ("a script without a __name__ guard", 2), ("stdin", 3)])
