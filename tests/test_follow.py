@@ -216,6 +216,9 @@ def test_sigkill_at_random_moments_loses_and_repeats_nothing(tmp_path: Path) -> 
     process = start_follow("--journal-file", str(journal), "--db", str(db), cwd=tmp_path)
     try:
         wait_for(lambda: entries_stored(db) == len(entries), "every entry after the kills", process)
+        # Stopped only once it runs (its journalctl started): a Ctrl-C while Python still starts tests nothing.
+        wait_for(lambda: Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().strip() != "",
+                 "the last follow's journalctl", process)
         stop(process)
     finally:
         process.kill()
