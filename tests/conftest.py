@@ -41,6 +41,15 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def kimi_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A database of the kimi-k25 sample (journal and opencode session), built once; open it read-only."""
+    sample = shared_path("samples", "kimi-k25")
+    db = tmp_path_factory.mktemp("kimi") / "kimi.duckdb"
+    api.ingest([str(sample / "journal.txt"), str(sample / "session.opencode.json")], db=db)
+    return db
+
+
+@pytest.fixture(scope="session")
 def two_journals_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two servers' journals, both named journal.txt, in one database (built once; open it read-only):
     gpu-a/ holds the bundled example's three runs; gpu-b/ its first two, of a model renamed qwen3-8b, so

@@ -16,7 +16,6 @@ from logmine import api
 from logmine.inputs.sources import looks_binary
 from logmine.terminal.table_view import rank_span
 
-from .conftest import shared_path
 from .test_terminal import in_terminal
 
 # A run that fails while it starts, as SGLang v0.5 logs it to a plain file: the exception is its cause.
@@ -37,14 +36,6 @@ RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.
 
 [2026-03-05 10:00:42] Received sigquit from a child process. It usually means the child failed.
 """
-
-
-@pytest.fixture(scope="module")
-def kimi_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    sample = shared_path("samples", "kimi-k25")
-    db = tmp_path_factory.mktemp("kimi") / "kimi.duckdb"
-    api.ingest([str(sample / "journal.txt"), str(sample / "session.opencode.json")], db=db)
-    return db
 
 
 def table_rows(shown: str) -> list[str]:

@@ -18,8 +18,6 @@ import pytest
 from logmine import api
 from logmine.query import named_queries
 
-from .conftest import shared_path
-
 mcp = pytest.importorskip("mcp")
 from mcp import Client, StdioServerParameters  # noqa: E402
 
@@ -46,14 +44,6 @@ def rows(result: object, name: str) -> list[dict]:
     """A table of a tool's structured content as records."""
     found = result.structured_content["tables"][name]
     return [dict(zip(found["columns"], row, strict=True)) for row in found["rows"]]
-
-
-@pytest.fixture(scope="module")
-def kimi_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    sample = shared_path("samples", "kimi-k25")
-    db = tmp_path_factory.mktemp("kimi-mcp") / "kimi.duckdb"
-    api.ingest([str(sample / "journal.txt"), str(sample / "session.opencode.json")], db=db)
-    return db
 
 
 def file_statements(folder: Path) -> list[str]:

@@ -17,21 +17,13 @@ import pytest
 from logmine import api
 from logmine.query import host_memory, plan
 
-from .conftest import REPO, shared_path
+from .conftest import REPO
 
 LOGMINE = [sys.executable, "-m", "logmine"]
 
 
 def within(value: float, expected: float, share: float = 0.01) -> bool:
     return abs(value - expected) <= share * abs(expected)
-
-
-@pytest.fixture(scope="module")
-def kimi_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    sample = shared_path("samples", "kimi-k25")
-    db = tmp_path_factory.mktemp("kimi") / "kimi.duckdb"
-    api.ingest([str(sample / "journal.txt"), str(sample / "session.opencode.json")], db=db)
-    return db
 
 
 def run_plan(db: Path, *args: str) -> dict:
