@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import duckdb
 
 from ..parsers import failure_families
-from ..parsers.sglang_formats import CRASH_KINDS, MARKER_KINDS, PROCESS_END_KINDS
+from ..parsers.sglang_formats import CRASH_KINDS, MARKER_KINDS, PROCESS_END_KINDS, TRAFFIC_KINDS
 from ..store import create_table, execute, insert_rows
 from .causes import Cause, Sign, find_causes
 
@@ -37,7 +37,6 @@ RUNS_COLUMNS = {
 }
 # Line kinds counted per run while its lines are read anyway: the runs query would otherwise join
 # millions of batch and access lines to their runs each time it is asked (0.3 s on 2M lines).
-TRAFFIC_KINDS = {"prefill_batch": "prefill_batches", "decode_batch": "decode_batches", "http_request": "http_requests"}
 CONFIG_COLUMNS = {"config_id": "VARCHAR", "args": "JSON", "n_args": "INTEGER"}
 # Every sign of a failure in each run (see causes.py): its root cause and what followed from it.
 SIGN_COLUMNS = {"source_id": "INTEGER", "run": "INTEGER", "line_no": "BIGINT", "last_line_no": "BIGINT",
