@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import hot_path
 from . import sglang_formats as formats
 from .vector_columns import data_bytes, ints, offsets, records_table, spans
 
@@ -75,37 +76,10 @@ def _with_stats(table: pa.Table, stats: pa.StringArray, stats_keys: Mapping[str,
     A row whose pieces are all a known key and a value without `,` or `=` (nearly all) is typed
     here, by byte position; any other goes through `parse_stats`.
     """
-    keys = list(stats_keys)
     columns = list(dict.fromkeys(stats_keys.values()))
-    key_column = np.array([columns.index(stats_keys[k]) for k in keys] + [-1])
     stats = pc.utf8_rtrim(pc.fill_null(stats, ""), characters=", ")
-    pieces = StatsPieces.of(stats)
-    found = pieces.keys(stats).dictionary_encode()
-    key_number = {key: i for i, key in enumerate(keys)}
-    index_of = np.array([key_number.get(k, len(keys)) for k in pc.utf8_trim_whitespace(found.dictionary).to_pylist()]
-                        + [len(keys)])
-    # Unknown keys, other graph labels and repeated columns need the `extra` map: leave them to Python.
-    index = np.where(pieces.bad, len(keys), index_of[ints(found.indices, len(index_of) - 1)])
-    column = key_column[index]
-    odd = (column < 0) | ((column == columns.index("graph")) & (index != keys.index("cuda graph")))
-    slow = np.zeros(len(stats), dtype=bool)
-    slow[pieces.parent[odd]] = True
-    # A column twice in one row: the sum of the row's column bits differs from their union.
-    if len(column):
-        bits = np.where(column >= 0, np.left_shift(1, np.maximum(column, 0)), 0)
-        row_first = np.flatnonzero(np.r_[True, pieces.parent[1:] != pieces.parent[:-1]])
-        twice = np.add.reduceat(bits, row_first) != np.bitwise_or.reduceat(bits, row_first)
-        slow[pieces.parent[row_first[twice]]] = True
-    # Each column's value spans, one row per column; rows without that key get an empty span.
-    value_start, value_stop, untrimmed = pieces.values(stats)
-    slow[pieces.parent[untrimmed]] = True
-    known = column >= 0
-    where = column[known] * len(stats) + pieces.parent[known]  # in a (column, row) matrix, flattened
-    start = np.tile(offsets(stats)[:-1], len(columns))
-    stop = start.copy()
-    present = np.zeros(len(start), dtype=bool)
-    start[where], stop[where], present[where] = value_start[known], value_stop[known], True
-    start, stop, present = (a.reshape(len(columns), len(stats)) for a in (start, stop, present))
+    locate = _compiled_spans if hot_path.kernels() else _vectorised_spans
+    start, stop, present, slow = locate(stats, stats_keys, columns)
     for c, name in enumerate(columns):
         values = spans(stats, start[c], stop[c], present[c]) if present[c].any() else pa.nulls(len(stats), pa.string())
         table = table.append_column(name, values)
@@ -118,6 +92,59 @@ def _with_stats(table: pa.Table, stats: pa.StringArray, stats_keys: Mapping[str,
     for name in parsed.column_names:
         slow_table = slow_table.append_column(name, parsed.column(name))
     return pa.concat_tables([fast_table, slow_table], promote_options="permissive")
+
+
+def _key_columns(stats_keys: Mapping[str, str], columns: list[str]) -> list[int]:
+    """Each known key's column, -1 for the keys only `parse_stats` reads right: a graph label other than
+    `cuda graph` (it is kept in `extra` too)."""
+    graph = columns.index("graph") if "graph" in columns else -2
+    return [-1 if columns.index(c) == graph and k != "cuda graph" else columns.index(c) for k, c in stats_keys.items()]
+
+
+def _compiled_spans(stats: pa.StringArray, stats_keys: Mapping[str, str],
+                    columns: list[str]) -> tuple[np.ndarray, ...]:
+    """`_vectorised_spans` by the compiled loop: one pass over the bytes."""
+    encoded = [key.encode() for key in stats_keys]
+    bounds = np.r_[0, np.cumsum([len(key) for key in encoded])].astype(np.int64)
+    start, stop, present, slow = hot_path.kernels().stats_spans(
+        data_bytes(stats), offsets(stats), np.frombuffer(b"".join(encoded), dtype=np.uint8), bounds,
+        np.array(_key_columns(stats_keys, columns), dtype=np.int64), len(columns), TRIM_PASSES)
+    shape = (len(columns), len(stats))
+    return start.reshape(shape), stop.reshape(shape), present.view(bool).reshape(shape), slow.view(bool)
+
+
+def _vectorised_spans(stats: pa.StringArray, stats_keys: Mapping[str, str],
+                      columns: list[str]) -> tuple[np.ndarray, ...]:
+    """(start, stop, present) of each column's value in each text, as (column, row) matrices (an empty span
+    at the text's start where absent), and which rows `parse_stats` must read (`slow`)."""
+    keys = list(stats_keys)
+    key_column = np.array(_key_columns(stats_keys, columns) + [-1])
+    pieces = StatsPieces.of(stats)
+    found = pieces.keys(stats).dictionary_encode()
+    key_number = {key: i for i, key in enumerate(keys)}
+    index_of = np.array([key_number.get(k, len(keys)) for k in pc.utf8_trim_whitespace(found.dictionary).to_pylist()]
+                        + [len(keys)])
+    # Unknown keys, other graph labels and repeated columns need the `extra` map: leave them to Python.
+    index = np.where(pieces.bad, len(keys), index_of[ints(found.indices, len(index_of) - 1)])
+    column = key_column[index]
+    slow = np.zeros(len(stats), dtype=bool)
+    slow[pieces.parent[column < 0]] = True
+    # A column twice in one row: the sum of the row's column bits differs from their union.
+    if len(column):
+        bits = np.where(column >= 0, np.left_shift(1, np.maximum(column, 0)), 0)
+        row_first = np.flatnonzero(np.r_[True, pieces.parent[1:] != pieces.parent[:-1]])
+        twice = np.add.reduceat(bits, row_first) != np.bitwise_or.reduceat(bits, row_first)
+        slow[pieces.parent[row_first[twice]]] = True
+    value_start, value_stop, untrimmed = pieces.values(stats)
+    slow[pieces.parent[untrimmed]] = True
+    known = column >= 0
+    where = column[known] * len(stats) + pieces.parent[known]  # in a (column, row) matrix, flattened
+    start = np.tile(offsets(stats)[:-1], len(columns))
+    stop = start.copy()
+    present = np.zeros(len(start), dtype=bool)
+    start[where], stop[where], present[where] = value_start[known], value_stop[known], True
+    start, stop, present = (a.reshape(len(columns), len(stats)) for a in (start, stop, present))
+    return start, stop, present, slow
 
 
 @dataclass
@@ -156,7 +183,7 @@ class StatsPieces:
         begin, end = bounds[:-1], bounds[1:]
         rows = np.flatnonzero(begin < end)
         count = np.searchsorted(separators, end[rows]) - np.searchsorted(separators, begin[rows]) + 1
-        first = np.r_[0, np.cumsum(count)[:-1]]
+        first = np.cumsum(count) - count  # (none when every text is empty)
         last = first + count - 1
         start, stop = np.empty(int(count.sum()), dtype=np.int64), np.empty(int(count.sum()), dtype=np.int64)
         inner = np.ones(len(start), dtype=bool)

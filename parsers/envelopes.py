@@ -17,8 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import bounded_json
-from .vector_columns import bounded_int, bounded_ints, cut, flags, ints, patch
+from . import bounded_json, hot_path
+from .vector_columns import bounded_int, bounded_ints, cut, data_bytes, flags, ints, offsets, patch, spans
 
 MAX_UTC_OFFSET = timedelta(hours=14)  # the widest real one (UTC+14); beyond it two stamps just disagree
 PID_LIMIT = 1 << 31  # `pid` is an INTEGER column; a larger number in the brackets is no process id
@@ -342,24 +342,21 @@ def _short_groups(lines: pa.StringArray, ascii_rows: np.ndarray) -> tuple[np.nda
     file, so the stamp is sliced and only the distinct tails meet Python's SHORT; lines of any other
     shape (and non-ASCII lines, whose `\\s` and `\\d` only Python reads right) are matched one by one.
     """
-    # Only ASCII rows take the fast path; the others are blanked here, since a slice at a fixed byte
-    # could cut a character in two, which no string column may hold (it failed the whole file).
-    binary = pc.if_else(pa.array(ascii_rows), lines, "").cast(pa.binary())
-    colon = ints(pc.find_substring(lines, ": "))
-    dot = flags(pc.equal(pc.binary_slice(binary, 15, 16), b"."))
-    frac_len = np.where(dot, ints(pc.find_substring(pc.binary_slice(binary, 16, 23), b" ")), 0)
-    stamp_end = np.where(dot, 16 + frac_len, 15)
-    fast = ascii_rows & flags(pc.match_substring_regex(lines, SHORT_STAMP_RE2)) & (frac_len >= 0) & \
-        (colon > stamp_end)
-    stamp_end[~fast], colon[~fast] = 0, -2
+    if compiled := hot_path.kernels():
+        fast, dot, stamp_end, colon = (a.view(bool) if a.dtype == np.uint8 else a for a in compiled.short_heads(
+            data_bytes(lines), offsets(lines), np.ascontiguousarray(ascii_rows, dtype=np.uint8)))
+        begin = offsets(lines)[:-1]
+        # (empty at the line's start where not fast: those lines are read again below)
+        stamp = {name: spans(lines, begin + np.where(fast, first, 0), begin + np.where(fast, last, 0))
+                 for name, (first, last) in (("mon", (0, 3)), ("day", (4, 6)), ("time", (7, 15)))}
+    else:
+        fast, dot, stamp_end, colon, stamp = _short_stamps(lines, ascii_rows)
     tails = cut(lines, stamp_end + 1, colon + 2).dictionary_encode()
     parts = [SHORT_TAIL.fullmatch(tail) for tail in tails.dictionary.to_pylist()]
     fast &= np.array([m is not None for m in parts] + [False])[ints(tails.indices)]
     index = pa.array(ints(tails.indices))
     groups = {
-        "mon": pc.binary_slice(binary, 0, 3).cast(pa.string()),
-        "day": pc.binary_slice(binary, 4, 6).cast(pa.string()),
-        "time": pc.binary_slice(binary, 7, 15).cast(pa.string()),
+        **stamp,
         "frac": cut(lines, np.where(dot & fast, 16, 0), np.where(dot & fast, stamp_end, 0)),
         **{name: pa.array([(m[name] or "") if m else "" for m in parts], pa.string()).take(index)
            for name in ("host", "ident", "pid")},
@@ -374,6 +371,23 @@ def _short_groups(lines: pa.StringArray, ascii_rows: np.ndarray) -> tuple[np.nda
         head_len[slow] = [len(f[0].encode()) if f else 0 for f in found]
         fast[slow] = [f is not None for f in found]
     return fast, groups, head_len
+
+
+def _short_stamps(lines: pa.StringArray, ascii_rows: np.ndarray) -> tuple:
+    """`line_kernels.short_heads` by Arrow's kernels, plus the stamp's month, day and time texts."""
+    # Only ASCII rows take the fast path; the others are blanked here, since a slice at a fixed byte
+    # could cut a character in two, which no string column may hold (it failed the whole file).
+    binary = pc.if_else(pa.array(ascii_rows), lines, "").cast(pa.binary())
+    colon = ints(pc.find_substring(lines, ": "))
+    dot = flags(pc.equal(pc.binary_slice(binary, 15, 16), b"."))
+    frac_len = np.where(dot, ints(pc.find_substring(pc.binary_slice(binary, 16, 23), b" ")), 0)
+    stamp_end = np.where(dot, 16 + frac_len, 15)
+    fast = ascii_rows & flags(pc.match_substring_regex(lines, SHORT_STAMP_RE2)) & (frac_len >= 0) & \
+        (colon > stamp_end)
+    stamp_end[~fast], colon[~fast] = 0, -2
+    stamp = {name: pc.binary_slice(binary, first, last).cast(pa.string())
+             for name, (first, last) in (("mon", (0, 3)), ("day", (4, 6)), ("time", (7, 15)))}
+    return fast, dot, stamp_end, colon, stamp
 
 
 def _read_short_block(lines: pa.StringArray, ctx: TimeContext, ascii_rows: np.ndarray,

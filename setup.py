@@ -1,0 +1,13 @@
+"""Builds the parse hot path's loops (`parsers/line_kernels.py`) with Cython and the machine's C compiler.
+
+Everything else is in pyproject.toml. The extension is optional: where no compiler is found, or it
+fails, the package installs without it and the same loops' vectorised Python path runs instead
+(`logmine.parsers.hot_path`).
+"""
+
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+KERNELS = Extension("logmine.parsers.line_kernels", ["parsers/line_kernels.py"], optional=True)
+
+setup(ext_modules=cythonize([KERNELS], language_level=3, quiet=True))

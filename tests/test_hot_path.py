@@ -1,0 +1,160 @@
+"""The compiled parse path and the vectorised Python path give the same tables.
+
+`parsers/line_kernels.py` is compiled where the package was built with a C compiler (`setup.py`); its
+source also runs as plain Python. Each loop is checked against the vectorised path on generated inputs,
+compiled and as its source run uncompiled, and whole ingests of the bundled example, the samples and the
+corpus are compared table by table between the two paths.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import os
+from pathlib import Path
+from types import ModuleType
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from logmine.parsers import hot_path, line_kernels
+from logmine.parsers import sglang_formats as formats
+from logmine.parsers.batch_stats import expand_stats
+from logmine.parsers.envelopes import TimeContext, read_envelopes
+from logmine.parsers.vector_columns import flags
+
+from logmine import api
+from tests.conftest import SHARED
+from tests.test_envelope_properties import mutated_lines
+
+ROOT = Path(__file__).resolve().parents[1]
+PROPERTIES = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Columns that name the moment or place of an ingest, not what it read.
+VOLATILE_COLUMNS = {"ingested_at", "mtime", "db_path", "created_at", "updated_at"}
+
+
+def source_kernels() -> ModuleType:
+    """`line_kernels` run from its source, uncompiled, whether or not a compiled one is installed."""
+    spec = importlib.util.spec_from_file_location("line_kernels_source",
+                                                  Path(line_kernels.__file__).with_name("line_kernels.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+SOURCE = source_kernels()
+KERNELS = {"source": SOURCE, **({"compiled": line_kernels} if hot_path.compiled() else {})}
+
+
+def with_kernels(monkeypatch: pytest.MonkeyPatch, kernels: ModuleType | None) -> None:
+    monkeypatch.setattr(hot_path, "kernels", lambda: kernels)
+
+
+def test_ci_builds_the_compiled_path() -> None:
+    """CI installs the package as a user does, with gcc there: the loops must have been compiled."""
+    if os.environ.get("CI") != "true" and not hot_path.compiled():
+        pytest.skip("line_kernels is not compiled in this install (no compiler when it was built)")
+    assert hot_path.compiled()
+    assert line_kernels.__file__.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+
+
+def test_the_python_path_can_be_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(hot_path.PURE_PYTHON_ENV, "1")
+    assert hot_path.kernels() is None and hot_path.path_name() == "Python"
+    monkeypatch.delenv(hot_path.PURE_PYTHON_ENV)
+    assert hot_path.path_name() == ("compiled" if hot_path.compiled() else "Python")
+
+
+KEYS = list(formats.STATS_KEYS) + ["#new-thing", " #token", "gen throughput (token/s) ", "a:b", ""]
+VALUES = ["1", "82", "0.00", "12.5%", "12.5% ", "%" * 9, "True", "full=35", "1,2", "x: y", "", " 3 ", "7%%"]
+
+
+@st.composite
+def stats_texts(draw: st.DrawFn) -> str:
+    """Batch-statistics texts as SGLang writes them, and as no release does: unknown, repeated and
+    padded keys, values with `=`, `,`, `:` and runs of `%`, separators without their space."""
+    pieces = [draw(st.sampled_from(KEYS)) + draw(st.sampled_from([": ", ":", ": "])) + draw(st.sampled_from(VALUES))
+              for _ in range(draw(st.integers(0, 8)))]
+    text = draw(st.sampled_from([", ", ",", ", "])).join(pieces)
+    return text + draw(st.sampled_from(["", ", ", ",", " "]))
+
+
+@PROPERTIES
+@given(st.lists(stats_texts(), min_size=1, max_size=12))
+def test_stats_split_alike(texts: list[str]) -> None:
+    table = pa.table({"_row": pa.array(range(len(texts)), pa.int64()), "_stats": pa.array(texts)})
+    with pytest.MonkeyPatch.context() as patch:
+        with_kernels(patch, None)
+        expected = expand_stats(table).sort_by("_row")
+        for kernels in KERNELS.values():
+            with_kernels(patch, kernels)
+            assert expand_stats(table).sort_by("_row").to_pylist() == expected.to_pylist()
+
+
+STAMPED = ["Mar  1 08:00:07 gpu-7 python3[2661]: [2026-03-01 08:00:07 TP0] Decode batch. #running-req: 1",
+           "Dec 31 23:59:59.123456 h sglang[1]: x", "Jan 05 00:00:00.12 h k: ", "Feb 29 10:10:10. h i[9]: m",
+           "Mar  1 08:00:07 h i[2]:no space", "Mar  1 08:00:07.1234567 h i: m", "Mar  1 8:00:07 h i: m",
+           "Mär  1 08:00:07 h i: m", "Mar  1 08:00:07 h: m: n", "mar  1 08:00:07 h i: m", "Mar  1 08:00:07"]
+
+
+@PROPERTIES
+@given(st.lists(st.one_of(mutated_lines(), st.sampled_from(STAMPED).map(str.encode)), min_size=1, max_size=8))
+def test_journal_short_envelopes_alike(raw: list[bytes]) -> None:
+    lines = pa.array([line.decode("utf-8", "replace").replace("\n", " ") for line in raw])
+    ascii_rows = flags(pc.string_is_ascii(lines))
+
+    def read() -> dict:
+        env = read_envelopes(lines, "journal-short", TimeContext(2026), ascii_rows.copy())
+        return {name: getattr(env, name) for name in ("ts", "host", "ident", "pid", "unit", "message", "level",
+                                                      "logger")}
+
+    with pytest.MonkeyPatch.context() as patch:
+        with_kernels(patch, None)
+        expected = read()
+        for kernels in KERNELS.values():
+            with_kernels(patch, kernels)
+            assert read() == expected
+
+
+def input_sets() -> dict[str, list[Path]]:
+    sets = {"example": [ROOT / "examples" / "demo"]}
+    sets.update({f"sample {p.name}": [p] for p in sorted((SHARED / "samples").glob("*/")) if p.is_dir()})
+    if (SHARED / "corpus").is_dir():
+        sets["corpus"] = [SHARED / "corpus"]
+    return sets
+
+
+def table_contents(db: Path) -> dict[str, list[str]]:
+    """Every table's rows as sorted texts, the columns that name the ingest's moment or place left out."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        contents = {}
+        for (table,) in con.execute("SELECT table_name FROM information_schema.tables "
+                                    "WHERE table_schema = 'main' ORDER BY 1").fetchall():
+            cursor = con.execute(f'SELECT * FROM "{table}"')
+            keep = [i for i, d in enumerate(cursor.description) if d[0] not in VOLATILE_COLUMNS]
+            contents[table] = sorted(repr(tuple(row[i] for i in keep)) for row in cursor.fetchall())
+        return contents
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("name", list(input_sets()))
+def test_ingests_alike_on_both_paths(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not hot_path.compiled():
+        pytest.skip("line_kernels is not compiled in this install: only the Python path can run")
+    paths = [str(p) for p in input_sets()[name]]
+    contents = {}
+    for path_name, pure in (("compiled", "0"), ("Python", "1")):
+        monkeypatch.setenv(hot_path.PURE_PYTHON_ENV, pure)
+        assert hot_path.path_name() == path_name
+        db = tmp_path / f"{path_name}.duckdb"
+        api.ingest(paths, db=db)
+        contents[path_name] = table_contents(db)
+    assert contents["compiled"].keys() == contents["Python"].keys()
+    for table, rows in contents["compiled"].items():
+        assert rows == contents["Python"][table], table
+    assert contents["compiled"]["lines"], "nothing was ingested"
