@@ -3,8 +3,9 @@
 --
 -- Per-rank figures are those of the lowest rank the log shows (TP0, the untagged rank of a TP=1 server,
 -- or TP8 on a second node's log, where rank 0 is on another machine); `host_cache_gb_total` sums every
--- rank. `ranks` counts the ranks seen in the log; `tp_size`, `dp_size`, `pp_size`, `ep_size`, `nnodes`
--- and `node_rank` are the launch's arguments, so a log of one node of several says so.
+-- rank. `ranks` counts the ranks seen in the log (else the launch's arguments, else its per-rank event
+-- files); `tp_size`, `dp_size`, `pp_size`, `ep_size`, `nnodes` and `node_rank` are the launch's arguments,
+-- so a log of one node of several says so.
 -- `ready_from` says what `ready_at` was read from: SGLang's ready line, or (a second node, a decode
 -- worker) the first served batch or request. `cause` is what failed first in a run that died (the
 -- exception's last line or a library's fatal line), at `cause_line`, in `cause_family`
@@ -49,6 +50,11 @@ ranks AS (
     SELECT source_id, run, count(DISTINCT rank) AS ranks
     FROM init_distributed_by_run
     WHERE kind = 'init_distributed_begin'
+    GROUP BY ALL
+),
+rank_files AS (  -- a launch whose JSON events are in per-rank files: one file per rank
+    SELECT run_source_id AS source_id, run, count(DISTINCT rank) AS ranks
+    FROM rank_file_runs
     GROUP BY ALL
 ),
 capacity AS (
@@ -98,7 +104,7 @@ SELECT
     round(epoch(r.ready_at) - epoch(r.started_at), 2) AS load_seconds,
     round(coalesce(w.weights_elapsed_s, epoch(w.weights_end) - epoch(w.weights_begin)), 2) AS weights_seconds,
     coalesce(k.ranks, TRY_CAST(json_extract(cfg.args, '$.tp_size') AS INTEGER)
-                      * TRY_CAST(json_extract(cfg.args, '$.pp_size') AS INTEGER), 0) AS ranks,
+                      * TRY_CAST(json_extract(cfg.args, '$.pp_size') AS INTEGER), f.ranks, 0) AS ranks,
     TRY_CAST(json_extract(cfg.args, '$.tp_size') AS INTEGER) AS tp_size,
     TRY_CAST(json_extract(cfg.args, '$.dp_size') AS INTEGER) AS dp_size,
     TRY_CAST(json_extract(cfg.args, '$.pp_size') AS INTEGER) AS pp_size,
@@ -125,6 +131,7 @@ FROM selected_runs AS r
 LEFT JOIN rank0_weights AS w ON w.source_id = r.source_id AND w.run = r.ordinal
 LEFT JOIN rank0_kv AS kv ON kv.source_id = r.source_id AND kv.run = r.ordinal
 LEFT JOIN ranks AS k ON k.source_id = r.source_id AND k.run = r.ordinal
+LEFT JOIN rank_files AS f ON f.source_id = r.source_id AND f.run = r.ordinal
 LEFT JOIN capacity AS c ON c.source_id = r.source_id AND c.run = r.ordinal
 LEFT JOIN host_cache AS h ON h.source_id = r.source_id AND h.run = r.ordinal
 LEFT JOIN retractions AS x ON x.source_id = r.source_id AND x.run = r.ordinal

@@ -48,12 +48,17 @@ http AS (
           GROUP BY ALL)
     GROUP BY source_id, run
 ),
-request_events AS (
-    SELECT e.source_id, r.ordinal AS run, e.event, e.e2e_latency_s, e.completion_tokens,
+request_events AS (  -- from the run's own log or its launch's per-rank event files
+    -- A finished request has the purpose its received one showed (only the received event has the text that
+    -- tells the warmup), where no ready line dates the warmup (per-rank files alone).
+    SELECT e.source_id, e.run, e.event, e.e2e_latency_s, e.completion_tokens,
            CASE WHEN e.purpose = 'request' AND r.ready_at IS NOT NULL AND e.ts <= r.ready_at THEN 'warmup'
+                WHEN e.purpose = 'request' AND e.rid IS NOT NULL
+                    THEN coalesce(max(CASE WHEN e.purpose <> 'request' THEN e.purpose END)
+                                      OVER (PARTITION BY e.source_id, e.run, e.rid), 'request')
                 ELSE e.purpose END AS purpose
-    FROM json_events AS e
-    JOIN runs AS r ON e.source_id = r.source_id AND e.line_no BETWEEN r.first_line_no AND r.last_line_no
+    FROM json_events_by_run AS e
+    JOIN runs AS r ON r.source_id = e.source_id AND r.ordinal = e.run
     WHERE e.event IN ('request.received', 'request.finished')
 ),
 requests AS (

@@ -7,14 +7,14 @@
 -- Parameters: $source (display name or path, NULL for all), $run (ordinal, NULL for all),
 -- $session (session id, NULL for all).
 WITH server AS (
-    SELECT l.ts, s.display AS source, r.ordinal AS run, l.line_no, 'server' AS actor, l.kind,
+    SELECT l.ts, s.display AS source, r.run, l.line_no, 'server' AS actor, l.kind,
            concat_ws(' ', 'DP' || l.dp, 'PP' || l.pp, 'TP' || l.tp, 'EP' || l.ep) AS rank, l.message AS text
     FROM lines AS l
     JOIN sources AS s USING (source_id)
-    LEFT JOIN runs AS r ON r.source_id = l.source_id AND l.line_no BETWEEN r.first_line_no AND r.last_line_no
+    LEFT JOIN run_lines AS r ON r.source_id = l.source_id AND l.line_no BETWEEN r.first_line_no AND r.last_line_no
     WHERE l.kind IS NOT NULL AND l.kind <> 'blank'
       AND chosen_source(s.display, s.path, $source)
-      AND chosen(r.ordinal, $run)
+      AND chosen(r.run, $run)
       AND $session IS NULL
 ),
 agent_messages AS (

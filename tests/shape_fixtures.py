@@ -15,10 +15,19 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import duckdb
+
+from logmine.query import named_queries
+
 TP = 4
 HOST = "gpu-node-7"
 KV_GIB_PER_RANK = 48.96  # K 24.48 + V 24.48
 WEIGHTS_GIB_PER_RANK = 15.29
+
+RUN_FIGURES = ("ordinal", "started_at", "ready_at", "ended_at", "end_reason", "ranks", "weights_gib_per_rank",
+               "kv_tokens", "kv_gib_per_rank", "weights_seconds", "prefill_batches", "decode_batches", "http_requests")
+SERVING_FIGURES = ("run", "prefill_batches", "decode_batches", "http_requests", "requests_received",
+                   "requests_finished", "warmup_requests", "health_checks", "e2e_latency_s_p50", "completion_tokens")
 
 
 @dataclass
@@ -32,7 +41,7 @@ class Record:
     trace: dict[str, str] | None = None
 
 
-ARGS = ("server_args=ServerArgs(model_path='Qwen/Qwen3-32B', tp_size=4, pp_size=1, mem_fraction_static=0.88, "
+ARGS = ("server_args=ServerArgs(model_path='Qwen/Qwen3-32B', tp_size={tp}, pp_size=1, mem_fraction_static=0.88, "
         "port=30000, enable_mfu_metrics=True, log_requests=True, log_requests_format='json')")
 OOM = [
     "  File \"/usr/local/lib/python3.12/dist-packages/sglang/srt/managers/scheduler.py\", line 3169, in "
@@ -46,34 +55,37 @@ OOM = [
 ]
 
 
-def _per_rank(at: datetime, message: str, target: str, step: float = 0.2) -> list[Record]:
-    return [Record(at + timedelta(seconds=step * r), message, r, target=target) for r in range(TP)]
+def _per_rank(at: datetime, message: str, target: str, tp: int, step: float = 0.2) -> list[Record]:
+    return [Record(at + timedelta(seconds=step * r), message, r, target=target) for r in range(tp)]
 
 
-def _startup(t0: datetime) -> list[Record]:
-    out = [Record(t0, ARGS, target="server_args.print_server_args")]
-    out += _per_rank(t0 + timedelta(seconds=2), "Init torch distributed begin.", "model_runner.init_torch_distributed")
+def _startup(t0: datetime, tp: int) -> list[Record]:
+    out = [Record(t0, ARGS.format(tp=tp), target="server_args.print_server_args")]
+    out += _per_rank(t0 + timedelta(seconds=2), "Init torch distributed begin.", "model_runner.init_torch_distributed",
+                     tp)
     out += _per_rank(t0 + timedelta(seconds=4), "Init torch distributed ends. elapsed=1.42 s, mem usage=0.69 GB",
-                     "model_runner.init_torch_distributed")
-    out += _per_rank(t0 + timedelta(seconds=5), "Load weight begin. avail mem=78.31 GB", "model_runner.load_model")
+                     "model_runner.init_torch_distributed", tp)
+    out += _per_rank(t0 + timedelta(seconds=5), "Load weight begin. avail mem=78.31 GB", "model_runner.load_model", tp)
     out += _per_rank(t0 + timedelta(seconds=65), "Load weight end. elapsed=60.12 s, type=Qwen3ForCausalLM, "
                      f"dtype=torch.bfloat16, avail mem=62.97 GB, mem usage={WEIGHTS_GIB_PER_RANK} GB",
-                     "model_runner.load_model")
+                     "model_runner.load_model", tp)
     out += _per_rank(t0 + timedelta(seconds=66), "KV Cache is allocated. #tokens: 801792, K size: 24.48 GB, "
-                     "V size: 24.48 GB", "memory_pool._create_buffers")
+                     "V size: 24.48 GB", "memory_pool._create_buffers", tp)
     out += _per_rank(t0 + timedelta(seconds=66.5), "Memory pool end. avail mem=13.85 GB",
-                     "model_runner.init_memory_pool")
+                     "model_runner.init_memory_pool", tp)
     out.append(Record(t0 + timedelta(seconds=67), "max_total_num_tokens=801792, chunked_prefill_size=8192, "
                       "max_prefill_tokens=16384, max_running_requests=4096, context_len=40960, "
                       "available_gpu_mem=13.85 GB", 0, target="scheduler.__init__"))
     out += _per_rank(t0 + timedelta(seconds=68), "Capture cuda graph begin. This can take up to several minutes. "
-                     "avail mem=13.80 GB", "cuda_graph_runner.__init__")
+                     "avail mem=13.80 GB", "cuda_graph_runner.__init__", tp)
     return out
 
 
-def launch_records(day: datetime = datetime(2026, 3, 1, 22, 0, 0)) -> list[Record]:
-    """Two launches: the first dies of a CUDA OOM while capturing graphs, the second serves and is stopped."""
-    records = _startup(day)
+def launch_records(day: datetime = datetime(2026, 3, 1, 22, 0, 0), tp: int = TP,
+                   served: timedelta = timedelta(seconds=120)) -> list[Record]:
+    """Two launches of `tp` ranks: the first dies of a CUDA OOM while capturing graphs, the second serves
+    (for `served` from its uvicorn start) and is stopped."""
+    records = _startup(day, tp)
     crash = day + timedelta(seconds=80)
     records.append(Record(crash, "Scheduler hit an exception: Traceback (most recent call last):", 0, "ERROR",
                           "scheduler.run_scheduler_process"))
@@ -81,24 +93,22 @@ def launch_records(day: datetime = datetime(2026, 3, 1, 22, 0, 0)) -> list[Recor
     records.append(Record(crash + timedelta(seconds=1), "Received sigquit from a child process. It usually means "
                           "the child failed.", None, "ERROR", "engine.launch_phase_sigquit_handler"))
     t0 = day + timedelta(minutes=10)
-    records += _startup(t0)
+    records += _startup(t0, tp)
     records += _per_rank(t0 + timedelta(seconds=90), "Capture cuda graph end. Time elapsed: 21.40 s. "
-                         "mem usage=1.12 GB. avail mem=12.68 GB.", "cuda_graph_runner.__init__")
+                         "mem usage=1.12 GB. avail mem=12.68 GB.", "cuda_graph_runner.__init__", tp)
     at = t0 + timedelta(seconds=92)
     records.append(Record(at, "Started server process [48211]", target="server.serve"))
     records.append(Record(at, "Waiting for application startup.", target="on.startup"))
     records.append(Record(at, "Application startup complete.", target="on.startup"))
     records.append(Record(at, "Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)",
                           target="server._log_started_message"))
-    records += _requests(at + timedelta(seconds=1), "warmup", 1)
+    records += request_records(at + timedelta(seconds=1), "warmup", 1)
     records.append(Record(at + timedelta(seconds=3), "The server is fired up and ready to roll!",
                           target="http_server._wait_and_warmup"))
-    records += _requests(at + timedelta(seconds=10), "HEALTH_CHECK", 1)
-    records += _requests(at + timedelta(seconds=20), "req", 5)
-    records.append(Record(at + timedelta(seconds=61), json.dumps(
-        {"timestamp": (at + timedelta(seconds=61)).isoformat(), "event": "scheduler.status",
-         "running_rids": [], "queued_rids": []}), raw=True))
-    end = at + timedelta(seconds=120)
+    records += request_records(at + timedelta(seconds=10), "HEALTH_CHECK", 1)
+    records += request_records(at + timedelta(seconds=20), "req", 5)
+    records.append(status_record(at + timedelta(seconds=61)))
+    end = at + served
     records.append(Record(end, "SIGTERM received. signum=15 frame=None. Draining requests and shutting down...",
                           target="http_server.sigterm_handler"))
     for text in ("Shutting down", "Waiting for application shutdown.", "Application shutdown complete.",
@@ -107,7 +117,7 @@ def launch_records(day: datetime = datetime(2026, 3, 1, 22, 0, 0)) -> list[Recor
     return records
 
 
-def _requests(at: datetime, kind: str, count: int) -> list[Record]:
+def request_records(at: datetime, kind: str, count: int) -> list[Record]:
     out = []
     for i in range(count):
         rid = f"HEALTH_CHECK_{1772402400 + i}" if kind == "HEALTH_CHECK" else f"{kind}{i:04d}"
@@ -133,6 +143,19 @@ def _requests(at: datetime, kind: str, count: int) -> list[Record]:
         out.append(Record(done, f'127.0.0.1:{51234 + i} - "POST {path} HTTP/1.1" 200 OK',
                           target="httptools_impl.send"))
     return out
+
+
+def figures(con: duckdb.DuckDBPyConnection) -> dict[str, list[dict]]:
+    """What a shape must agree on: each run's figures, its first error's headline and its serving counts."""
+    runs = named_queries.execute(con, "runs")
+    serving = named_queries.execute(con, "serving")
+    return {
+        "runs": [{k: (None if v != v else v) for k, v in row.items() if k in RUN_FIGURES}
+                 for row in runs.to_dict("records")],
+        "first_error": [(list(e)[0]["last_line"] if len(e) else None) for e in runs["errors"]],
+        "serving": [{k: (None if v != v else v) for k, v in row.items() if k in SERVING_FIGURES}
+                    for row in serving.to_dict("records")],
+    }
 
 
 # ---------------------------------------------------------------- the writers
@@ -205,5 +228,10 @@ def _status_every_hour(records: list[Record], rank: int) -> list[Record]:
     """One status line just before the top of the hour, so the files rotate once."""
     first = min(r.at for r in records)
     at = first.replace(minute=59, second=59) - timedelta(hours=1)
-    return [Record(at, json.dumps({"timestamp": at.isoformat(), "event": "scheduler.status",
-                                   "running_rids": [], "queued_rids": [f"q{rank}"]}), raw=True)]
+    return [status_record(at, queued=[f"q{rank}"])]
+
+
+def status_record(at: datetime, rank: int | None = None, queued: list[str] | None = None) -> Record:
+    """A scheduler's `scheduler.status` event (`SchedulerStatusLogger.maybe_dump`), written by its rank."""
+    return Record(at, json.dumps({"timestamp": at.isoformat(), "event": "scheduler.status", "running_rids": [],
+                                  "queued_rids": queued or []}), rank, raw=True)

@@ -294,3 +294,37 @@ def test_follow_a_folder_of_per_rank_files_through_hourly_rotation(tmp_path: Pat
         (once / path.name).write_bytes(path.read_bytes())
     expected = ingested([once / rotated.name, once / rank1.name, once / rank0.name], tmp_path / "once.duckdb")
     the_same_without(expected, tables(db), FOLLOW_TABLES)
+
+
+def test_follow_rank_event_files_through_their_rotation_as_one_run(tmp_path: Path) -> None:
+    """SGLang's own per-rank event files (tests/rank_fixtures.py): each file renamed to its hour's copy and
+    begun again under follow keeps the rows of both, and the ranks' files stay one run with two ranks."""
+    from .rank_fixtures import RANKS, launch, write_rank_files
+
+    written = tmp_path / "written"
+    write_rank_files(written, launch())
+    logs = tmp_path / "requests"
+    logs.mkdir()
+    live = sorted(p for p in written.iterdir() if p.suffix == ".log")
+    for path in live:  # the first hour, before the rollover
+        (logs / path.name).write_bytes((written / f"{path.name}.2026-03-01_22").read_bytes())
+    db = tmp_path / "live.duckdb"
+    process = start_follow(str(logs), "--db", str(db), cwd=tmp_path)
+    try:
+        first_hour = sum(len((logs / p.name).read_bytes().splitlines()) for p in live)
+        wait_for(lambda: lines_stored(db) == first_hour, "the first hour of both ranks", process)
+        for path in live:
+            (logs / path.name).rename(logs / f"{path.name}.2026-03-01_22")
+            (logs / path.name).write_bytes(path.read_bytes())
+        total = sum(len(p.read_bytes().splitlines()) for p in written.iterdir())
+        wait_for(lambda: lines_stored(db) == total, "the copies and the new files", process)
+        stop(process)
+    finally:
+        process.kill()
+    assert scalar(db, "SELECT count(*) FROM runs") == 1
+    con = connect(db, read_only=True)
+    try:
+        assert api.runs(con)[["ordinal", "ranks"]].values.tolist() == [[1, RANKS]]
+    finally:
+        con.close()
+    the_same_without(ingested([logs], tmp_path / "once.duckdb"), tables(db), FOLLOW_TABLES)

@@ -280,7 +280,7 @@ def test_the_by_run_views_know_every_rank_tag_of_the_formats() -> None:
     text = resources.files("logmine.queries").joinpath("views", "by_run.sql").read_text()
     assert f"SELECT source_id, run, {', '.join(RANK_COLUMNS)}, line_no AS draft_from_line" in text
     assert text.count(f"PARTITION BY source_id, run, {', '.join(RANK_COLUMNS)}") == 2
-    assert f"PARTITION BY e.source_id, r.ordinal, {', '.join('e.' + c for c in RANK_COLUMNS)}" in text
+    assert f"PARTITION BY r.run_source_id, r.run, {', '.join('e.' + c for c in RANK_COLUMNS)}" in text
     for column in RANK_COLUMNS:
         for wanted in (f"'{column.upper()}' || e.{column}", f"coalesce(e.{column}, 0)",
                        f"e.{column} IS NOT DISTINCT FROM d.{column}"):

@@ -27,35 +27,17 @@ from .shape_fixtures import (
     as_dynamo,
     as_dynamo_jsonl,
     as_sglang,
+    figures,
     launch_records,
     write,
     write_per_rank_folder,
 )
 
 WRITERS = {"sglang": as_sglang, "dynamo": as_dynamo, "dynamo-jsonl": as_dynamo_jsonl}
-RUN_FIGURES = ("ordinal", "started_at", "ready_at", "ended_at", "end_reason", "ranks", "weights_gib_per_rank",
-               "kv_tokens", "kv_gib_per_rank", "weights_seconds", "prefill_batches", "decode_batches", "http_requests")
-SERVING_FIGURES = ("run", "prefill_batches", "decode_batches", "http_requests", "requests_received",
-                   "requests_finished", "warmup_requests", "health_checks", "e2e_latency_s_p50", "completion_tokens")
-
-
 def ingest(tmp_path: Path, paths: list[Path]) -> duckdb.DuckDBPyConnection:
     db = tmp_path / "t.duckdb"
     api.ingest([str(p) for p in paths], db=db)
     return duckdb.connect(str(db), read_only=True)
-
-
-def figures(con: duckdb.DuckDBPyConnection) -> dict[str, list[dict]]:
-    """What a shape must agree on: each run's figures, its first error's headline and its serving counts."""
-    runs = named_queries.execute(con, "runs")
-    serving = named_queries.execute(con, "serving")
-    return {
-        "runs": [{k: (None if v != v else v) for k, v in row.items() if k in RUN_FIGURES}
-                 for row in runs.to_dict("records")],
-        "first_error": [(list(e)[0]["last_line"] if len(e) else None) for e in runs["errors"]],
-        "serving": [{k: (None if v != v else v) for k, v in row.items() if k in SERVING_FIGURES}
-                    for row in serving.to_dict("records")],
-    }
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,7 @@ from ..parsers import failure_families
 from ..parsers.sglang_formats import CRASH_KINDS, MARKER_KINDS, PROCESS_END_KINDS, TRAFFIC_KINDS
 from ..store import create_table, execute, insert_rows
 from .causes import Cause, Sign, find_causes
+from .rank_files import place_rank_files
 
 RUNS_COLUMNS = {
     "source_id": "INTEGER", "ordinal": "INTEGER", "first_line_no": "BIGINT", "last_line_no": "BIGINT",
@@ -113,6 +114,7 @@ def rebuild_runs(con: duckdb.DuckDBPyConnection) -> None:
                 CONFIG_COLUMNS)
     insert_rows(con, "config_diffs", diffs, DIFF_COLUMNS)
     insert_rows(con, "failure_signs", signs, SIGN_COLUMNS)
+    place_rank_files(con)
 
 
 def described(con: duckdb.DuckDBPyConnection, source_id: int, runs: list[Run],
@@ -175,6 +177,7 @@ def update_open_runs(con: duckdb.DuckDBPyConnection, grown: set[int], whole: set
                                  for c, (args, n) in configs.items() if c not in known], CONFIG_COLUMNS)
     insert_rows(con, "config_diffs", diffs, DIFF_COLUMNS)
     insert_rows(con, "failure_signs", signs, SIGN_COLUMNS)
+    place_rank_files(con)
 
 
 def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None,
@@ -183,8 +186,10 @@ def segment(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str | None
     line of a run, when given (`update_open_runs`)."""
     since = from_line or 0
     # A line's own time: `-o cat` and plain files give systemd's lines no time, and the parser carries the
-    # previous line's time onto them; for run boundaries that borrowed time would be misleading.
-    own_ts = "CASE WHEN l.log_ts IS NULL THEN NULL ELSE l.ts END" if envelope == "plain" else "l.ts"
+    # previous line's time onto them; for run boundaries that borrowed time would be misleading. A JSON event
+    # has its own (`timestamp`), which is all a per-rank event file's lines have.
+    own_ts = "CASE WHEN l.log_ts IS NULL AND l.kind IS DISTINCT FROM 'json_event' THEN NULL ELSE l.ts END" \
+        if envelope == "plain" else "l.ts"
     # Exit codes and server PIDs come typed from their events, never from the message text.
     markers = [Marker(*row) for row in execute(con, f"""
         SELECT l.line_no, l.kind, {own_ts} AS ts, l.pid, x.code, x.status, e.server_pid

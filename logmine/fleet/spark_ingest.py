@@ -217,8 +217,9 @@ def ingest_one(source_id: int, path: str, out: Path, envelope: str | None, redac
             if local != path:  # the URI, not the scratch copy, is the source
                 execute(con, "UPDATE sources SET path = ?, display = ? WHERE source_id = 1", [path, path])
             for table, columns in table_columns(con).items():
-                if "source_id" in columns:
-                    execute(con, f'UPDATE "{table}" SET source_id = ? WHERE source_id = 1', [source_id])
+                for column in ("source_id", "run_source_id"):  # a per-rank event file's run is its own
+                    if column in columns:
+                        execute(con, f'UPDATE "{table}" SET {column} = ? WHERE {column} = 1', [source_id])
             export(con, out, file_prefix=f"source{source_id:06d}", append=True)
             # Every task writes the same definitions; a rename makes each write whole.
             _write_manifest_atomically(out, table_columns(con), view_statements(con))
