@@ -120,7 +120,7 @@ class TreePeak:
         return self.peak_kib
 
 
-def measure(tool: str, argv: list[str], lines: int, size_bytes: int) -> Measurement:
+def measure(tool: str, argv: list[str], lines: int, size_bytes: int, env: dict[str, str] | None = None) -> Measurement:
     """Run argv to completion; wall time around the child, peak RSS of the child's process tree.
 
     Peak RSS comes from GNU `/usr/bin/time -v` when present (exact for the exec'd program);
@@ -133,7 +133,8 @@ def measure(tool: str, argv: list[str], lines: int, size_bytes: int) -> Measurem
             tempfile.NamedTemporaryFile("r", suffix=".time") as report:
         cmd = [GNU_TIME, "-v", "-o", report.name, *argv] if use_time else argv
         started = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True,
+                                env=None if env is None else {**os.environ, **env})
         tree = TreePeak(proc.pid) if sys.platform.startswith("linux") else None
         # reap it ourselves: wait4 returns this child's rusage, untouched by earlier children
         _, status, usage = os.wait4(proc.pid, 0)

@@ -1,4 +1,5 @@
-"""logmine's full typed ingest beside lnav's index and grep, on the same machine in one run.
+"""logmine's full typed ingest beside lnav's index and grep, on the same machine in one run, and the
+first typed answers of both.
 
     python bench/lnav_compare.py                          # 2,000,000 and 4,000,000 lines
     python bench/lnav_compare.py --lines 2000000 --repeats 3
@@ -8,6 +9,9 @@ the tools run one after another, `--repeats` times each, interleaved:
 
 * `lnav -n -c ';SELECT count(*) FROM syslog_log' FILE`: lnav indexes the file (skipped when lnav is
   not installed);
+* lnav's index and one typed question (`QUESTIONS[0]`: how many decode batches, and their mean
+  generation throughput, by a regex over the lines in lnav's SQL), then the same with all three
+  questions;
 * `grep -c '' FILE`: the cost of reading it;
 * `duckdb_floor.py FILE` and `duckdb_floor.py FILE --envelope`: DuckDB alone storing each line's text,
   then the text with the journal envelope split into five typed columns, with every core and no logmine
@@ -15,15 +19,18 @@ the tools run one after another, `--repeats` times each, interleaved:
 * `kernel_floor.py FILE`: typing without storing, by library kernels alone: pyarrow reads the lines
   into Arrow, and RE2 (`pyarrow.compute.extract_regex`) splits off the envelope, the SGLang prefix and
   the figures of decode lines, one vectorised pass each;
-* `logmine ingest FILE --db NEW.duckdb --json`: every line typed and stored.
+* `logmine ingest FILE --db NEW.duckdb --json`: every line typed and stored, on the compiled parse path
+  and, with `LOGMINE_PURE_PYTHON=1`, on the Python path (only the latter where nothing is compiled);
+* `logmine sql QUESTION --db NEW.duckdb`: each question on the stored tables.
 
 Then the incremental case: a copy of the 2M-line journal is ingested, 10,000 more lines are appended to
 it, and `logmine ingest` runs again on the grown file (only the new lines are read).
 
 It prints the machine (cores, load average at the start), then per tool the median wall and CPU seconds
 (user + system of the process and all its descendants, logmine's parse worker and its server included),
-lines/s and peak RSS, and logmine's ratio to lnav in wall and in CPU time. Other work on the machine
-shows in the wall times more than in the CPU times.
+lines/s and peak RSS, and logmine's ratio to lnav in wall and in CPU time; then the answers of both tools
+side by side, and the ratio of the times to the first typed answer and to all three. Other work on the
+machine shows in the wall times more than in the CPU times.
 """
 
 from __future__ import annotations
@@ -46,6 +53,22 @@ FLOORS = {"duckdb: text": [BENCH / "duckdb_floor.py"],
           "duckdb: +envelope": [BENCH / "duckdb_floor.py", "--envelope"],
           "pyarrow+RE2 typing": [BENCH / "kernel_floor.py"]}
 LNAV_QUERY = ";SELECT count(*) FROM syslog_log"
+# Typed questions, as each tool asks them: lnav by a regex over the journal's lines, logmine over its tables.
+QUESTIONS = [
+    ("decode batches, mean generation throughput (token/s)",
+     ";SELECT count(*), round(avg(CAST(regexp_match('gen throughput \\(token/s\\): ([0-9.]+)', log_body) AS REAL)), 2) "
+     "FROM syslog_log WHERE log_body LIKE '%Decode batch%'",
+     "SELECT count(*), round(avg(gen_throughput_tok_s), 2) FROM decode_batches"),
+    ("prefill batches, mean input throughput (token/s)",
+     ";SELECT count(*), round(avg(CAST(regexp_match('input throughput \\(token/s\\): ([0-9.]+)', log_body) "
+     "AS REAL)), 2) FROM syslog_log WHERE log_body LIKE '%Prefill batch%'",
+     "SELECT count(*), round(avg(input_throughput_tok_s), 2) FROM prefill_batches"),
+    ("HTTP requests, of them status 500 or more",
+     ";SELECT count(*), count(*) FILTER (WHERE CAST(regexp_match('HTTP/1.1\" ([0-9]+)', log_body) AS INTEGER) >= 500) "
+     "FROM syslog_log WHERE log_body LIKE '%HTTP/1.1\" %'",
+     "SELECT count(*), count(*) FILTER (status >= 500) FROM http_requests"),
+]
+PATHS = {"compiled": {}, "Python": {"LOGMINE_PURE_PYTHON": "1"}}
 
 
 def machine() -> str:
@@ -79,24 +102,64 @@ def median(runs: list[Measurement]) -> Measurement:
                        statistics.median(m.cpu_seconds for m in runs))
 
 
-def compare_size(journal: Path, lines: int, repeats: int, logmine: str, lnav: str | None,
-                 scratch: Path) -> dict[str, Measurement]:
+def compare_size(journal: Path, lines: int, repeats: int, logmine: str, lnav: str | None, paths: list[str],
+                 scratch: Path) -> tuple[dict[str, Measurement], dict[str, str]]:
+    """The median measurement of each tool, and each tool's answer to each question (`lnav 1`, `logmine 1`, ...)."""
     size = journal.stat().st_size
     runs: dict[str, list[Measurement]] = {}
+    answers: dict[str, str] = {}
+
+    def run(tool: str, argv: list[str], env: dict[str, str] | None = None) -> Measurement:
+        measured = measure(tool, argv, lines, size, env)
+        runs.setdefault(tool, []).append(measured)
+        return measured
+
     for _ in range(repeats):
         if lnav:
-            runs.setdefault("lnav -n", []).append(
-                measure("lnav -n", [lnav, "-n", "-c", LNAV_QUERY, str(journal)], lines, size))
-        runs.setdefault("grep -c", []).append(measure("grep -c", ["grep", "-c", "", str(journal)], lines, size))
+            run("lnav -n", [lnav, "-n", "-c", LNAV_QUERY, str(journal)])
+            answers["lnav 1"] = run("lnav: +1 question", [lnav, "-n", "-c", QUESTIONS[0][1], str(journal)]).stdout
+            run("lnav: +3 questions", [lnav, "-n", *[arg for q in QUESTIONS for arg in ("-c", q[1])], str(journal)])
+        run("grep -c", ["grep", "-c", "", str(journal)])
         for tool, (script, *extra) in FLOORS.items():
-            runs.setdefault(tool, []).append(measure(tool, [sys.executable, str(script), str(journal), *extra],
-                                                     lines, size))
-        db = scratch / "compare.duckdb"
-        db.unlink(missing_ok=True)
-        runs.setdefault("logmine ingest", []).append(
-            measure("logmine ingest", [logmine, "ingest", str(journal), "--db", str(db), "--json"], lines, size))
-        db.unlink(missing_ok=True)
-    return {tool: median(found) for tool, found in runs.items()}
+            run(tool, [sys.executable, str(script), str(journal), *extra])
+        for path in paths:
+            db = scratch / f"compare-{path}.duckdb"
+            db.unlink(missing_ok=True)
+            run(f"logmine ({path})", [logmine, "ingest", str(journal), "--db", str(db), "--json"], PATHS[path])
+        db = scratch / f"compare-{paths[0]}.duckdb"
+        for number, (_, _, sql) in enumerate(QUESTIONS, 1):
+            asked = run(f"logmine: question {number}", [logmine, "sql", sql, "--db", str(db), "--format", "csv"])
+            answers[f"logmine {number}"] = asked.stdout
+        for path in paths:
+            (scratch / f"compare-{path}.duckdb").unlink(missing_ok=True)
+    if lnav:  # the other two questions' answers, each asked on its own once (lnav prints the last -c only)
+        for number, (_, lnav_sql, _) in enumerate(QUESTIONS[1:], 2):
+            answers[f"lnav {number}"] = measure("lnav", [lnav, "-n", "-c", lnav_sql, str(journal)], lines, size).stdout
+    return {tool: median(found) for tool, found in runs.items()}, answers
+
+
+def numbers(output: str) -> list[str]:
+    """The figures of a one-row answer, as lnav's table and logmine's CSV print them (header first)."""
+    rows = [line.replace(",", " ").split() for line in output.strip().splitlines()]
+    return rows[-1] if rows else []
+
+
+def print_answers(results: dict[str, Measurement], answers: dict[str, str], first_path: str) -> None:
+    ingest = results[f"logmine ({first_path})"]
+    for number, (question, _, _) in enumerate(QUESTIONS, 1):
+        lnav, mine = numbers(answers.get(f"lnav {number}", "")), numbers(answers[f"logmine {number}"])
+        same = "equal" if lnav == mine else ("lnav not run" if not lnav else "DIFFERENT")
+        print(f"{'':13}{question}: lnav {' / '.join(lnav) or '-'}, logmine {' / '.join(mine)} ({same})")
+    if "lnav: +1 question" not in results:
+        return
+    first = ingest.seconds + results["logmine: question 1"].seconds
+    three = ingest.seconds + sum(results[f"logmine: question {n}"].seconds for n in range(1, len(QUESTIONS) + 1))
+    lnav_first, lnav_three = results["lnav: +1 question"].seconds, results["lnav: +3 questions"].seconds
+    print(f"{'':13}first typed answer: logmine ({first_path}) {first:.2f} s (ingest + query), lnav {lnav_first:.2f} s "
+          f"(index + query): ratio {first / lnav_first:.2f}")
+    print(f"{'':13}three answers: logmine {three:.2f} s, lnav {lnav_three:.2f} s: ratio {three / lnav_three:.2f}; "
+          f"each further answer: logmine {results['logmine: question 2'].seconds:.2f} s, lnav "
+          f"{(lnav_three - lnav_first) / (len(QUESTIONS) - 1):.2f} s")
 
 
 def continuation(journal: Path, lines: int, longer: Path | None) -> bytes:
@@ -138,10 +201,17 @@ def print_rows(lines: int, results: dict[str, Measurement]) -> None:
     lnav = results.get("lnav -n")
     for tool, m in results.items():
         ratio = ""
-        if lnav and tool == "logmine ingest":
+        if lnav and tool.startswith("logmine ("):
             ratio = f"{m.seconds / lnav.seconds:>8.2f}{m.cpu_seconds / max(lnav.cpu_seconds, 1e-9):>8.2f}"
-        print(f"{lines:>11,}  {tool:<18}{m.seconds:>8.2f}{m.cpu_seconds:>8.2f}{m.lines_per_s:>12,.0f}"
+        print(f"{lines:>11,}  {tool:<21}{m.seconds:>8.2f}{m.cpu_seconds:>8.2f}{m.lines_per_s:>12,.0f}"
               f"{m.peak_rss_mb:>9.0f}{ratio}")
+
+
+def parse_path(python: str) -> str:
+    """`compiled` or `Python`: the parse path the logmine beside this Python takes."""
+    out = subprocess.run([python, "-c", "from logmine.parsers import hot_path; print(hot_path.path_name())"],
+                         capture_output=True, text=True)
+    return out.stdout.strip() or "?"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -162,17 +232,20 @@ def main(argv: list[str] | None = None) -> int:
     print(f"logmine: {logmine}")
     print(f"lnav: {tool_version([lnav, '-V']) if lnav else 'not installed (skipped)'}; "
           f"grep: {tool_version(['grep', '-V'])}")
-    print(f"\n{'lines':>11}  {'tool':<18}{'wall s':>8}{'CPU s':>8}{'lines/s':>12}{'RSS MB':>9}"
+    paths = ["compiled", "Python"] if parse_path(sys.executable) == "compiled" else ["Python"]
+    print(f"parse paths: {', '.join(paths)} (the compiled loops are {'' if 'compiled' in paths else 'not '}built)")
+    print(f"\n{'lines':>11}  {'tool':<21}{'wall s':>8}{'CPU s':>8}{'lines/s':>12}{'RSS MB':>9}"
           f"{'/lnav':>8}{'CPU/':>8}")
     failed = False
     with tempfile.TemporaryDirectory(prefix="logmine-lnav-") as scratch:
         for lines, journal in journals.items():
-            results = compare_size(journal, lines, args.repeats, logmine, lnav, Path(scratch))
-            failed |= results["logmine ingest"].exit_code != 0
+            results, answers = compare_size(journal, lines, args.repeats, logmine, lnav, paths, Path(scratch))
+            failed |= any(results[f"logmine ({path})"].exit_code != 0 for path in paths)
             print_rows(lines, results)
             if "lnav -n" in results:  # that lnav indexed every line: its count is the last word it prints
                 counted = (results["lnav -n"].stdout.split() or ["?"])[-1]
                 print(f"{'':13}(lnav counted {counted} lines)")
+            print_answers(results, answers, paths[0])
         if not args.no_incremental:
             base = min(journals)
             longer = journals[max(journals)] if max(journals) > base else None

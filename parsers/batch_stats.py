@@ -110,7 +110,7 @@ def _compiled_spans(stats: pa.StringArray, stats_keys: Mapping[str, str],
         data_bytes(stats), offsets(stats), np.frombuffer(b"".join(encoded), dtype=np.uint8), bounds,
         np.array(_key_columns(stats_keys, columns), dtype=np.int64), len(columns), TRIM_PASSES)
     shape = (len(columns), len(stats))
-    return start.reshape(shape), stop.reshape(shape), present.view(bool).reshape(shape), slow.view(bool)
+    return start.reshape(shape), stop.reshape(shape), present.reshape(shape), slow
 
 
 def _vectorised_spans(stats: pa.StringArray, stats_keys: Mapping[str, str],

@@ -277,6 +277,7 @@ class Envelopes:
 
 SHORT_GROUPS = ("mon", "day", "time", "frac", "host", "ident", "pid")
 SHORT_STAMP_RE2 = r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d[ .]"
+STAMP_FIELDS = (("mon", 0, 3), ("day", 4, 6), ("time", 7, 15))  # (group, first byte, byte after) of the stamp
 SHORT_TAIL = re.compile(IDENT)
 MONTH_NAMES = pa.array(list(MONTHS))
 TWO_DIGITS = pa.array([f"{i:02d}" for i in range(13)])
@@ -343,12 +344,12 @@ def _short_groups(lines: pa.StringArray, ascii_rows: np.ndarray) -> tuple[np.nda
     shape (and non-ASCII lines, whose `\\s` and `\\d` only Python reads right) are matched one by one.
     """
     if compiled := hot_path.kernels():
-        fast, dot, stamp_end, colon = (a.view(bool) if a.dtype == np.uint8 else a for a in compiled.short_heads(
-            data_bytes(lines), offsets(lines), np.ascontiguousarray(ascii_rows, dtype=np.uint8)))
+        fast, dot, stamp_end, colon = compiled.short_heads(data_bytes(lines), offsets(lines),
+                                                           np.ascontiguousarray(ascii_rows, dtype=np.uint8))
         begin = offsets(lines)[:-1]
         # (empty at the line's start where not fast: those lines are read again below)
         stamp = {name: spans(lines, begin + np.where(fast, first, 0), begin + np.where(fast, last, 0))
-                 for name, (first, last) in (("mon", (0, 3)), ("day", (4, 6)), ("time", (7, 15)))}
+                 for name, first, last in STAMP_FIELDS}
     else:
         fast, dot, stamp_end, colon, stamp = _short_stamps(lines, ascii_rows)
     tails = cut(lines, stamp_end + 1, colon + 2).dictionary_encode()
@@ -385,8 +386,7 @@ def _short_stamps(lines: pa.StringArray, ascii_rows: np.ndarray) -> tuple:
     fast = ascii_rows & flags(pc.match_substring_regex(lines, SHORT_STAMP_RE2)) & (frac_len >= 0) & \
         (colon > stamp_end)
     stamp_end[~fast], colon[~fast] = 0, -2
-    stamp = {name: pc.binary_slice(binary, first, last).cast(pa.string())
-             for name, (first, last) in (("mon", (0, 3)), ("day", (4, 6)), ("time", (7, 15)))}
+    stamp = {name: pc.binary_slice(binary, first, last).cast(pa.string()) for name, first, last in STAMP_FIELDS}
     return fast, dot, stamp_end, colon, stamp
 
 

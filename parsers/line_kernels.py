@@ -16,6 +16,9 @@ COLON = cython.declare(cython.uchar, 58)
 EQUALS = cython.declare(cython.uchar, 61)
 PERCENT = cython.declare(cython.uchar, 37)
 DOT = cython.declare(cython.uchar, 46)
+DASH = cython.declare(cython.uchar, 45)
+OPEN = cython.declare(cython.uchar, 91)
+CLOSE = cython.declare(cython.uchar, 93)
 GUESSES = cython.declare(cython.Py_ssize_t, 64)  # pieces per text whose key is remembered from the text before
 
 
@@ -42,8 +45,8 @@ def stats_spans(data: cython.const[cython.uchar][::1], offsets: cython.const[cyt
     splits on `, ` into pieces and a piece on its first `: ` into a key (trimmed of spaces) and a value
     (trailing `%` and spaces left out). Known keys are the `key_bounds` slices of `key_bytes`, key `j`
     going to column `key_columns[j]` (-1: a key only `parse_stats` may read). Returns `start`, `stop`
-    (int64) and `present` (uint8) as flat (column, row) matrices, empty spans at the text's start where a
-    key is absent, and `slow` (uint8 per row): a piece without `: `, a lone `,`, a `:` before the first
+    (int64) and `present` (bool) as flat (column, row) matrices, empty spans at the text's start where a
+    key is absent, and `slow` (a bool per row): a piece without `: `, a lone `,`, a `:` before the first
     `: `, a `=` in a value, an unknown key, a column twice, or a value ending in more than `trim_passes`
     `%` and spaces.
     """
@@ -139,7 +142,7 @@ def stats_spans(data: cython.const[cython.uchar][::1], offsets: cython.const[cyt
                     start[column * rows + row] = begin
                     stop[column * rows + row] = begin
                     present[column * rows + row] = 0
-    return start_out, stop_out, present_out, slow_out
+    return start_out, stop_out, present_out.view(np.bool_), slow_out.view(np.bool_)
 
 
 
@@ -202,4 +205,73 @@ def short_heads(data: cython.const[cython.uchar][::1], offsets: cython.const[cyt
         dot[row] = b == DOT
         stamp_end[row] = stamp
         colon_at[row] = colon
-    return fast_out, dot_out, stamp_end_out, colon_out
+    return fast_out.view(np.bool_), dot_out.view(np.bool_), stamp_end_out, colon_out
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.locals(rows=cython.Py_ssize_t, row=cython.Py_ssize_t, begin=cython.Py_ssize_t, end=cython.Py_ssize_t,
+               at=cython.Py_ssize_t, clock=cython.Py_ssize_t, close=cython.Py_ssize_t, b=cython.uchar,
+               ok=cython.bint, dated=cython.bint, ms=cython.bint, fast=cython.uchar[::1],
+               dated_out=cython.uchar[::1], ms_out=cython.uchar[::1], close_at=cython.longlong[::1])
+def bracket_heads(data: cython.const[cython.uchar][::1], offsets: cython.const[cython.longlong][::1],
+                  ascii_rows: cython.const[cython.uchar][::1]) -> tuple:
+    """Which messages open with SGLang's `[YYYY-MM-DD hh:mm:ss.mmm` bracket (date and milliseconds
+    optional, then a space or `]`), whether the date and the milliseconds are there, and where the
+    message's first `]` is (relative to it). Other rows get 0 for all four."""
+    rows = offsets.shape[0] - 1
+    fast_out = np.zeros(rows, dtype=np.uint8)
+    dated_array = np.zeros(rows, dtype=np.uint8)
+    ms_array = np.zeros(rows, dtype=np.uint8)
+    close_array = np.zeros(rows, dtype=np.int64)
+    fast = fast_out
+    dated_out = dated_array
+    ms_out = ms_array
+    close_at = close_array
+    for row in range(rows):
+        begin = offsets[row]
+        end = offsets[row + 1]
+        if not ascii_rows[row] or end - begin < 10 or data[begin] != OPEN:
+            continue
+        dated = end - begin >= 21 and data[begin + 5] == DASH
+        if dated:
+            ok = data[begin + 8] == DASH and data[begin + 11] == SPACE
+            for at in range(1, 11):
+                if at != 5 and at != 8:
+                    ok = ok and 48 <= data[begin + at] <= 57
+            if not ok:
+                continue
+        clock = 12 if dated else 1
+        if end - begin < clock + 9:
+            continue
+        ok = (48 <= data[begin + clock] <= 57 and 48 <= data[begin + clock + 1] <= 57
+              and data[begin + clock + 2] == COLON and 48 <= data[begin + clock + 3] <= 57
+              and 48 <= data[begin + clock + 4] <= 57 and data[begin + clock + 5] == COLON
+              and 48 <= data[begin + clock + 6] <= 57 and 48 <= data[begin + clock + 7] <= 57)
+        if not ok:
+            continue
+        at = begin + clock + 8
+        b = data[at]
+        ms = b in (DOT, COMMA)
+        if ms:
+            if end - at < 5:
+                continue
+            ok = 48 <= data[at + 1] <= 57 and 48 <= data[at + 2] <= 57 and 48 <= data[at + 3] <= 57
+            if not ok:
+                continue
+            at += 4
+            b = data[at]
+        if b != SPACE and b != CLOSE:
+            continue
+        close = -1
+        for at in range(begin, end):
+            if data[at] == CLOSE:
+                close = at - begin
+                break
+        if close <= 0:
+            continue
+        fast[row] = 1
+        dated_out[row] = dated
+        ms_out[row] = ms
+        close_at[row] = close
+    return fast_out.view(np.bool_), dated_array.view(np.bool_), ms_array.view(np.bool_), close_array

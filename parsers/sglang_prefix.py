@@ -13,8 +13,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import hot_path
 from .sglang_formats import LEVELS, RANK_COLUMNS, RANK_MAX, RANK_TAGS, ROLE_TAGS
-from .vector_columns import bounded_int, bounded_ints, cut, flags, ints, patch
+from .vector_columns import bounded_int, bounded_ints, cut, data_bytes, flags, ints, offsets, patch
 
 TAG_NAMES = "|".join(RANK_TAGS)
 LEVEL_NAMES = "|".join(LEVELS)
@@ -125,12 +126,11 @@ def _bracket_prefixes(messages: pa.StringArray, ascii_rows: np.ndarray
     file, so only the distinct tags meet a regex; other rows are left unprefixed for the RE2 pass.
     """
     n = len(messages)
-    binary = messages.cast(pa.binary())
-    close = ints(pc.find_substring(messages, "]"))
-    fast = ascii_rows & (close > 0) & flags(pc.match_substring_regex(messages, BRACKET_STAMP_RE2))
-    dated = flags(pc.equal(pc.binary_slice(binary, 5, 6), b"-"))
-    has_ms = np.where(dated, flags(pc.is_in(pc.binary_slice(binary, 20, 21), MS_SEPARATORS)),
-                      flags(pc.is_in(pc.binary_slice(binary, 9, 10), MS_SEPARATORS)))
+    if compiled := hot_path.kernels():
+        fast, dated, has_ms, close = compiled.bracket_heads(data_bytes(messages), offsets(messages),
+                                                            np.ascontiguousarray(ascii_rows, dtype=np.uint8))
+    else:
+        fast, dated, has_ms, close = _bracket_stamps(messages, ascii_rows)
     time_at = np.where(dated, 12, 1)
     tags_at = np.where(fast, time_at + 8 + 4 * has_ms, 0)
     close = np.where(fast, close, 0)
@@ -176,6 +176,17 @@ def _bracket_prefixes(messages: pa.StringArray, ascii_rows: np.ndarray
 
 
 MS_SEPARATORS = pa.array([b".", b","])
+
+
+def _bracket_stamps(messages: pa.StringArray, ascii_rows: np.ndarray) -> tuple[np.ndarray, ...]:
+    """`line_kernels.bracket_heads` by Arrow's kernels."""
+    binary = messages.cast(pa.binary())
+    close = ints(pc.find_substring(messages, "]"))
+    fast = ascii_rows & (close > 0) & flags(pc.match_substring_regex(messages, BRACKET_STAMP_RE2))
+    dated = flags(pc.equal(pc.binary_slice(binary, 5, 6), b"-"))
+    has_ms = np.where(dated, flags(pc.is_in(pc.binary_slice(binary, 20, 21), MS_SEPARATORS)),
+                      flags(pc.is_in(pc.binary_slice(binary, 9, 10), MS_SEPARATORS)))
+    return fast, dated, has_ms, close
 
 
 def _ranks_of(tags: str) -> dict[str, int]:

@@ -24,6 +24,7 @@ from logmine.parsers import hot_path, line_kernels
 from logmine.parsers import sglang_formats as formats
 from logmine.parsers.batch_stats import expand_stats
 from logmine.parsers.envelopes import TimeContext, read_envelopes
+from logmine.parsers.sglang_prefix import parse_prefixes
 from logmine.parsers.vector_columns import flags
 
 from logmine import api
@@ -110,6 +111,41 @@ def test_journal_short_envelopes_alike(raw: list[bytes]) -> None:
         env = read_envelopes(lines, "journal-short", TimeContext(2026), ascii_rows.copy())
         return {name: getattr(env, name) for name in ("ts", "host", "ident", "pid", "unit", "message", "level",
                                                       "logger")}
+
+    with pytest.MonkeyPatch.context() as patch:
+        with_kernels(patch, None)
+        expected = read()
+        for kernels in KERNELS.values():
+            with_kernels(patch, kernels)
+            assert read() == expected
+
+
+BRACKETS = ["[2026-03-01 08:00:07 TP0] Decode batch. #running-req: 1", "[2026-03-01 08:00:07.123 DP1 TP3 EP2] x",
+            "[08:00:07] INFO:     127.0.0.1:1 - \"GET / HTTP/1.1\" 200 OK", "[2026-03-01 08:00:07,123] m",
+            "[2026-03-01 08:00:07] WARNING server_args.py:12: x", "[2026-03-01 08:00:07 TP0]x", "[2026-03-01 08:00:07]",
+            "[2026-03-01 8:00:07 TP0] x", "[2026-3-01 08:00:07 TP0] x", "[08:00:07.12] x", "(pid=1) [08:00:07] y"]
+
+
+@st.composite
+def bracketed(draw: st.DrawFn) -> str:
+    """SGLang's message prefixes, each perhaps cut or with characters replaced by ones its shape uses."""
+    text = draw(st.sampled_from(BRACKETS))
+    for _ in range(draw(st.integers(0, 3))):
+        at = draw(st.integers(0, len(text)))
+        text = text[:at] + draw(st.sampled_from(["", " ", "-", ":", ".", ",", "]", "[", "1", "é", "T"])) + text[at + 1:]
+    return text
+
+
+@PROPERTIES
+@given(st.lists(bracketed(), min_size=1, max_size=8))
+def test_sglang_prefixes_alike(texts: list[str]) -> None:
+    messages = pa.array(texts)
+    ascii_rows = flags(pc.string_is_ascii(messages))
+
+    def read() -> dict:
+        found = parse_prefixes(messages, ascii_rows.copy())
+        return {**{name: getattr(found, name) for name in ("body", "date", "time", "ms", "level", "logger")},
+                "prefixed": found.prefixed.tolist(), **found.ranks}
 
     with pytest.MonkeyPatch.context() as patch:
         with_kernels(patch, None)
