@@ -62,17 +62,21 @@ def place_rank_files(con: duckdb.DuckDBPyConnection) -> None:
 def rank_files(con: duckdb.DuckDBPyConnection) -> list[RankFile]:
     """The log sources named `<host>_<rank>.log` whose typed lines are all SGLang JSON events: a server's own
     log that happens to be named so (`node_0.log`) holds other lines and stays a source of its own runs."""
+    named = {source_id: (path, found) for source_id, path in execute(con, "SELECT source_id, path FROM sources "
+                                                                     "WHERE kind = 'log' ORDER BY source_id")
+             if (found := per_rank_file(PurePath(path).name))}
+    if not named:  # nothing to read: the lines of a long server log are not scanned
+        return []
     found = execute(con, """
-        SELECT s.source_id, s.path, min(l.ts), max(l.ts),
-               bool_and(l.kind IS NULL OR l.kind IN ('json_event', 'blank')) AND bool_or(l.kind = 'json_event')
-        FROM sources AS s JOIN lines AS l USING (source_id)
-        WHERE s.kind = 'log'
-        GROUP BY ALL ORDER BY s.source_id""")
+        SELECT source_id, min(ts), max(ts),
+               bool_and(kind IS NULL OR kind IN ('json_event', 'blank')) AND bool_or(kind = 'json_event')
+        FROM lines WHERE list_contains($named, source_id)
+        GROUP BY ALL ORDER BY source_id""", {"named": sorted(named)})
     files = []
-    for source_id, path, first_ts, last_ts, events_only in found:
-        named = per_rank_file(PurePath(path).name)
-        if named and events_only:
-            files.append(RankFile(source_id, str(PurePath(path).parent), named[1], first_ts, last_ts))
+    for source_id, first_ts, last_ts, events_only in found:
+        path, (_, rank, _) = named[source_id]
+        if events_only:
+            files.append(RankFile(source_id, str(PurePath(path).parent), rank, first_ts, last_ts))
     return files
 
 
