@@ -52,14 +52,10 @@ def stats_spans(data: cython.const[cython.uchar][::1], offsets: cython.const[cyt
     """
     rows = offsets.shape[0] - 1
     data_end = offsets[rows]
-    start_out = np.tile(offsets[:rows], columns)
-    stop_out = start_out.copy()
-    present_out = np.zeros(columns * rows, dtype=np.uint8)
-    slow_out = np.zeros(rows, dtype=np.uint8)
-    start = start_out
-    stop = stop_out
-    present = present_out
-    slow = slow_out
+    start = np.tile(offsets[:rows], columns)
+    stop = np.asarray(start).copy()
+    present = np.zeros(columns * rows, dtype=np.uint8)
+    slow = np.zeros(rows, dtype=np.uint8)
     keys = key_columns.shape[0]
     guess = np.zeros(GUESSES, dtype=np.int64)
     one = 1  # typed as a 64-bit word in the .pxd, so that `one << column` does not overflow
@@ -142,7 +138,7 @@ def stats_spans(data: cython.const[cython.uchar][::1], offsets: cython.const[cyt
                     start[column * rows + row] = begin
                     stop[column * rows + row] = begin
                     present[column * rows + row] = 0
-    return start_out, stop_out, present_out.view(np.bool_), slow_out.view(np.bool_)
+    return np.asarray(start), np.asarray(stop), np.asarray(present).view(np.bool_), np.asarray(slow).view(np.bool_)
 
 
 
@@ -161,14 +157,10 @@ def short_heads(data: cython.const[cython.uchar][::1], offsets: cython.const[cyt
     that space and `colon` the `: `; other lines get 0 and -2, for the line-by-line reader.
     """
     rows = offsets.shape[0] - 1
-    fast_out = np.zeros(rows, dtype=np.uint8)
-    dot_out = np.zeros(rows, dtype=np.uint8)
-    stamp_end_out = np.zeros(rows, dtype=np.int64)
-    colon_out = np.full(rows, -2, dtype=np.int64)
-    fast = fast_out
-    dot = dot_out
-    stamp_end = stamp_end_out
-    colon_at = colon_out
+    fast = np.zeros(rows, dtype=np.uint8)
+    dot = np.zeros(rows, dtype=np.uint8)
+    stamp_end = np.zeros(rows, dtype=np.int64)
+    colon_at = np.full(rows, -2, dtype=np.int64)
     for row in range(rows):
         begin = offsets[row]
         end = offsets[row + 1]
@@ -205,7 +197,7 @@ def short_heads(data: cython.const[cython.uchar][::1], offsets: cython.const[cyt
         dot[row] = b == DOT
         stamp_end[row] = stamp
         colon_at[row] = colon
-    return fast_out.view(np.bool_), dot_out.view(np.bool_), stamp_end_out, colon_out
+    return np.asarray(fast).view(np.bool_), np.asarray(dot).view(np.bool_), np.asarray(stamp_end), np.asarray(colon_at)
 
 
 @cython.boundscheck(False)
@@ -213,21 +205,17 @@ def short_heads(data: cython.const[cython.uchar][::1], offsets: cython.const[cyt
 @cython.locals(rows=cython.Py_ssize_t, row=cython.Py_ssize_t, begin=cython.Py_ssize_t, end=cython.Py_ssize_t,
                at=cython.Py_ssize_t, clock=cython.Py_ssize_t, close=cython.Py_ssize_t, b=cython.uchar,
                ok=cython.bint, dated=cython.bint, ms=cython.bint, fast=cython.uchar[::1],
-               dated_out=cython.uchar[::1], ms_out=cython.uchar[::1], close_at=cython.longlong[::1])
+               dated_rows=cython.uchar[::1], ms_rows=cython.uchar[::1], close_at=cython.longlong[::1])
 def bracket_heads(data: cython.const[cython.uchar][::1], offsets: cython.const[cython.longlong][::1],
                   ascii_rows: cython.const[cython.uchar][::1]) -> tuple:
     """Which messages open with SGLang's `[YYYY-MM-DD hh:mm:ss.mmm` bracket (date and milliseconds
     optional, then a space or `]`), whether the date and the milliseconds are there, and where the
     message's first `]` is (relative to it). Other rows get 0 for all four."""
     rows = offsets.shape[0] - 1
-    fast_out = np.zeros(rows, dtype=np.uint8)
-    dated_array = np.zeros(rows, dtype=np.uint8)
-    ms_array = np.zeros(rows, dtype=np.uint8)
-    close_array = np.zeros(rows, dtype=np.int64)
-    fast = fast_out
-    dated_out = dated_array
-    ms_out = ms_array
-    close_at = close_array
+    fast = np.zeros(rows, dtype=np.uint8)
+    dated_rows = np.zeros(rows, dtype=np.uint8)
+    ms_rows = np.zeros(rows, dtype=np.uint8)
+    close_at = np.zeros(rows, dtype=np.int64)
     for row in range(rows):
         begin = offsets[row]
         end = offsets[row + 1]
@@ -271,7 +259,8 @@ def bracket_heads(data: cython.const[cython.uchar][::1], offsets: cython.const[c
         if close <= 0:
             continue
         fast[row] = 1
-        dated_out[row] = dated
-        ms_out[row] = ms
+        dated_rows[row] = dated
+        ms_rows[row] = ms
         close_at[row] = close
-    return fast_out.view(np.bool_), dated_array.view(np.bool_), ms_array.view(np.bool_), close_array
+    return (np.asarray(fast).view(np.bool_), np.asarray(dated_rows).view(np.bool_), np.asarray(ms_rows).view(np.bool_),
+            np.asarray(close_at))

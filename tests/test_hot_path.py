@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.machinery
 import importlib.util
 import os
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -54,6 +55,16 @@ def with_kernels(monkeypatch: pytest.MonkeyPatch, kernels: ModuleType | None) ->
     monkeypatch.setattr(hot_path, "kernels", lambda: kernels)
 
 
+def alike_on_every_path(read: Callable[[], object]) -> None:
+    """`read()` gives the same on the Python path as with the loops, compiled and run from their source."""
+    with pytest.MonkeyPatch.context() as patch:
+        with_kernels(patch, None)
+        expected = read()
+        for kernels in KERNELS.values():
+            with_kernels(patch, kernels)
+            assert read() == expected, kernels.__name__
+
+
 def test_ci_builds_the_compiled_path() -> None:
     """CI installs the package as a user does, with gcc there: the loops must have been compiled."""
     if os.environ.get("CI") != "true" and not hot_path.compiled():
@@ -87,12 +98,7 @@ def stats_texts(draw: st.DrawFn) -> str:
 @given(st.lists(stats_texts(), min_size=1, max_size=12))
 def test_stats_split_alike(texts: list[str]) -> None:
     table = pa.table({"_row": pa.array(range(len(texts)), pa.int64()), "_stats": pa.array(texts)})
-    with pytest.MonkeyPatch.context() as patch:
-        with_kernels(patch, None)
-        expected = expand_stats(table).sort_by("_row")
-        for kernels in KERNELS.values():
-            with_kernels(patch, kernels)
-            assert expand_stats(table).sort_by("_row").to_pylist() == expected.to_pylist()
+    alike_on_every_path(lambda: expand_stats(table).sort_by("_row").to_pylist())
 
 
 STAMPED = ["Mar  1 08:00:07 gpu-7 python3[2661]: [2026-03-01 08:00:07 TP0] Decode batch. #running-req: 1",
@@ -112,12 +118,7 @@ def test_journal_short_envelopes_alike(raw: list[bytes]) -> None:
         return {name: getattr(env, name) for name in ("ts", "host", "ident", "pid", "unit", "message", "level",
                                                       "logger")}
 
-    with pytest.MonkeyPatch.context() as patch:
-        with_kernels(patch, None)
-        expected = read()
-        for kernels in KERNELS.values():
-            with_kernels(patch, kernels)
-            assert read() == expected
+    alike_on_every_path(read)
 
 
 BRACKETS = ["[2026-03-01 08:00:07 TP0] Decode batch. #running-req: 1", "[2026-03-01 08:00:07.123 DP1 TP3 EP2] x",
@@ -147,12 +148,7 @@ def test_sglang_prefixes_alike(texts: list[str]) -> None:
         return {**{name: getattr(found, name) for name in ("body", "date", "time", "ms", "level", "logger")},
                 "prefixed": found.prefixed.tolist(), **found.ranks}
 
-    with pytest.MonkeyPatch.context() as patch:
-        with_kernels(patch, None)
-        expected = read()
-        for kernels in KERNELS.values():
-            with_kernels(patch, kernels)
-            assert read() == expected
+    alike_on_every_path(read)
 
 
 def input_sets() -> dict[str, list[Path]]:
