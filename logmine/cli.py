@@ -54,6 +54,9 @@ def show(data: api.Rows | api.RowChunks | pd.DataFrame, fmt: str, columns: str |
     """Print a result: a table fitted to the terminal (shaped by the query's `view`), or every row in
     `fmt`, written as it is read when the result comes in chunks."""
     picked = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
+    if picked and view:  # a column asked for by the label the table shows it under (`run` for `ordinal`)
+        by_label = {label: name for name, label in view.labels.items()}
+        picked = [c if c in data.columns else by_label.get(c, c) for c in picked]
     if isinstance(data, api.RowChunks):
         emit_pieces(render_pieces(select_chunks(data, picked) if picked else data, fmt))
         return

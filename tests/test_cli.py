@@ -159,6 +159,9 @@ def test_a_result_written_chunk_by_chunk_is_the_text_render_gives(demo_db: str) 
                 assert "".join(pieces) == api.render(named_queries.fetch(con, statement), fmt), (statement, fmt)
     assert logmine("query", "timeline", "--db", demo_db, "--format", "csv", "--columns", "kind,rank").startswith(
         "kind,rank\nsystemd_starting,\n")
+    # A column is also asked for by the label the table shows it under: `run` for the runs' `ordinal`.
+    assert logmine("runs", "--db", demo_db, "--format", "csv", "--columns", "run,end") == \
+        logmine("runs", "--db", demo_db, "--format", "csv", "--columns", "ordinal,end_reason")
 
 
 def test_a_query_name_is_a_name_not_a_path(demo_db: str, tmp_path: Path) -> None:
