@@ -5,9 +5,12 @@ fails, the package installs without it and the same loops' vectorised Python pat
 (`logmine.parsers.hot_path`).
 """
 
-from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-KERNELS = Extension("logmine.parsers.line_kernels", ["parsers/line_kernels.py"], optional=True)
-
-setup(ext_modules=cythonize([KERNELS], language_level=3, quiet=True))
+try:
+    from Cython.Build import cythonize
+except ImportError:  # a build without its isolated environment and no Cython: the Python path only
+    setup()
+else:
+    KERNELS = Extension("logmine.parsers.line_kernels", ["parsers/line_kernels.py"], optional=True)
+    setup(ext_modules=cythonize([KERNELS], language_level=3, quiet=True))

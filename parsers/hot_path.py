@@ -10,13 +10,18 @@ from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 from types import ModuleType
 
-from . import line_kernels
+try:
+    from . import line_kernels
+except ImportError:  # not compiled, and no Cython installed for its source's decorators: the Python path
+    line_kernels = None
 
 PURE_PYTHON_ENV = "LOGMINE_PURE_PYTHON"
 
 
 def compiled() -> bool:
     """Whether `line_kernels` was imported from a compiled extension that is as new as its source."""
+    if line_kernels is None:
+        return False
     path = Path(line_kernels.__file__ or "")
     if not path.name.endswith(tuple(EXTENSION_SUFFIXES)):
         return False

@@ -11,6 +11,8 @@ from __future__ import annotations
 import importlib.machinery
 import importlib.util
 import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -71,6 +73,20 @@ def test_ci_builds_the_compiled_path() -> None:
         pytest.skip("line_kernels is not compiled in this install (no compiler when it was built)")
     assert hot_path.compiled()
     assert line_kernels.__file__.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+
+
+def test_without_compiler_or_cython_the_python_path_ingests(tmp_path: Path) -> None:
+    """A machine that could not compile the loops, with no Cython for their source: the parse still runs."""
+    code = ("import sys; sys.modules['cython'] = None; sys.modules['logmine.parsers.line_kernels'] = None\n"
+            "from logmine.parsers import hot_path; from logmine import api\n"
+            f"api.ingest([{str(ROOT / 'examples' / 'demo' / 'journal.txt')!r}], db={str(tmp_path / 'p.duckdb')!r})\n"
+            "print(hot_path.path_name())")
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert ran.stdout.split()[-1] == "Python"
+    con = duckdb.connect(str(tmp_path / "p.duckdb"), read_only=True)
+    assert con.execute("SELECT count(*) FROM lines").fetchone()[0] == 1205
+    con.close()
 
 
 def test_the_python_path_can_be_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
