@@ -6,6 +6,7 @@ loops are compiled (the tests run both, and the benches say which one ran).
 from __future__ import annotations
 
 import os
+from functools import cache
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 from types import ModuleType
@@ -18,6 +19,7 @@ except ImportError:  # not compiled, and no Cython installed for its source's de
 PURE_PYTHON_ENV = "LOGMINE_PURE_PYTHON"
 
 
+@cache  # of the module this process loaded, which does not change while it runs
 def compiled() -> bool:
     """Whether `line_kernels` was imported from a compiled extension that is as new as its source."""
     if line_kernels is None:

@@ -565,8 +565,9 @@ MARKER_KINDS = (
 # The server process has ended: a later uvicorn start belongs to a new launch, not to a worker of this one.
 PROCESS_END_KINDS = {"uvicorn_finished", "graceful_exit", "exit_code", "sigquit", "subprocess_crashed",
                      "kill_process_tree", "systemd_main_exited"}
-# Serving traffic, by the table its lines go to: counted per run, and the bulk of a long log, whose whole
-# text a batch or access pattern typed (no failure is said inside such a line).
+# Serving traffic, by the table its lines go to: the bulk of a long log, whose whole text a batch or access
+# pattern typed (no failure is said inside such a line). Counted per run while the run's lines are read
+# anyway: the runs query would otherwise join millions of them to their runs (0.3 s on 2M lines).
 TRAFFIC_KINDS = {"prefill_batch": "prefill_batches", "decode_batch": "decode_batches", "http_request": "http_requests"}
 # A run that ends with one of these crashed.
 CRASH_KINDS = {"error", "sigquit", "rank_dead", "subprocess_crashed", "watchdog_timeout", "systemd_oom_kill",

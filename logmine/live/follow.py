@@ -42,6 +42,7 @@ from pathlib import Path
 
 import duckdb
 
+from ..parsers.sglang_formats import TRAFFIC_KINDS
 from ..store import create_table, execute, has_table, lock_holder
 from . import alerts as alert_rules
 
@@ -52,6 +53,8 @@ POLL_SECONDS = 0.25
 WRITE_WAIT_S = 0.1  # between tries when a reader holds the database at a commit
 POSITIONS_COLUMNS = {"spool": "VARCHAR PRIMARY KEY", "cursor": "VARCHAR", "spool_bytes": "BIGINT",
                      "entries": "BIGINT", "committed_at": "TIMESTAMP"}
+# Lines that say nothing of the phase a run is in: its serving traffic and notices.
+UNPHASED_KINDS = (*TRAFFIC_KINDS, "notice")
 
 
 class FollowError(Exception):
@@ -475,9 +478,9 @@ def current_status(con: duckdb.DuckDBPyConnection) -> dict | None:
     (source_id, display, ordinal, started_at, ready_at, ended_at, end_reason, last_seen_at, first, last,
      decode_batches, http_requests) = rows[0]
     in_run = [source_id, first, last]
-    phase = execute(con, """SELECT kind FROM lines WHERE source_id = ? AND line_no BETWEEN ? AND ? AND kind IS NOT NULL
-                            AND kind NOT IN ('decode_batch', 'prefill_batch', 'http_request', 'notice')
-                            ORDER BY line_no DESC LIMIT 1""", in_run)
+    phase = execute(con, f"""SELECT kind FROM lines WHERE source_id = ? AND line_no BETWEEN ? AND ? AND kind IS NOT NULL
+                            AND kind NOT IN ({', '.join('?' for _ in UNPHASED_KINDS)})
+                            ORDER BY line_no DESC LIMIT 1""", [*in_run, *UNPHASED_KINDS])
     kv = execute(con, """SELECT tokens, coalesce(kv_size_gib, k_size_gib + v_size_gib) FROM kv_cache
                          WHERE source_id = ? AND line_no BETWEEN ? AND ?
                          AND tokens IS NOT NULL ORDER BY line_no LIMIT 1""", in_run) \
