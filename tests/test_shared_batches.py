@@ -6,6 +6,7 @@ import contextlib
 import functools
 import io
 import json
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -22,7 +23,7 @@ from logmine.parsers.envelopes import TimeContext
 from logmine import api
 from logmine.cli import INPUT_FAILED
 from logmine.ingest import logs as ingest_module
-from logmine.ingest.jobs.files import POOL_LOST
+from logmine.ingest.jobs.files import POOL_LOST, _next_parse, _pool
 from logmine.ingest.logs import WORKER_MIN_BYTES, ParsePlan, parse_batches, typed_batch
 from logmine.ingest.worker.parse import WorkerDied, WorkerParse
 from logmine.ingest.worker.slots import SharedSlots
@@ -240,6 +241,25 @@ def test_a_python_script_ingests_through_the_worker(tmp_path: Path, worker_sized
                               timeout=120)
     lines = WORKER_MIN_BYTES // 180 + 1000 + (len(JOURNAL.read_bytes().splitlines()) if jobs > 2 else 0)
     assert (done.stdout, done.returncode) == (f"{lines} []\n", 0), done.stderr
+
+
+def _task_of_a_pool(seconds: float) -> float:
+    if seconds < 0:
+        os._exit(9)  # as the out-of-memory killer leaves it: no word to the pool
+    time.sleep(seconds)
+    return seconds
+
+
+def test_a_broken_pool_ends_every_process_it_started() -> None:
+    """The executor starts its processes as tasks are handed out, and one started while it broke was
+    joined without being ended: the ingest waited for ever at the pool's end (seen in CI under load). Here
+    the pool breaks while its tasks are still being handed out and its processes still starting."""
+    with _pool(3, 6) as pool:
+        results = pool.map(_task_of_a_pool, [-1.0] + [0.2] * 5)
+        found = [_next_parse(results) for _ in range(6)]
+    assert pool.broken
+    assert None in found and all(result in (None, 0.2) for result in found)
+    assert not [p for p in multiprocessing.active_children() if p.is_alive()]
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")

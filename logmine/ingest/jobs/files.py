@@ -17,9 +17,10 @@ tables are the same, row for row.
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -134,27 +135,56 @@ def _pool(jobs: int, tasks: int) -> Iterator[object]:
     if tasks == 0:
         yield _NoPool()
         return
-    pool = ProcessPoolExecutor(max_workers=max(1, min(jobs, tasks)), mp_context=worker_context())
+    before = set(multiprocessing.active_children())
+    pool = _MainHiddenPool(ProcessPoolExecutor(max_workers=max(1, min(jobs, tasks)), mp_context=worker_context()))
     try:
-        yield _MainHiddenPool(pool)
+        yield pool
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        if pool.broken:
+            # The executor starts its processes as tasks are handed out. One started while it was breaking
+            # (after it terminated the others, before it joins them all) is joined without being told to
+            # end, and shutdown waited for ever (Python 3.11, seen under load): end every process the
+            # pool started, since none of them has work left.
+            for process in set(multiprocessing.active_children()) - before:
+                process.kill()
+        pool.executor.shutdown(wait=True, cancel_futures=True)
 
 
 class _MainHiddenPool:
     """The executor, whose processes start as tasks are handed out: with the caller's main module hidden
-    (`caller_main_hidden`), or a script read from stdin broke the pool before its first task."""
+    (`caller_main_hidden`), or a script read from stdin broke the pool before its first task. It notes
+    whether the pool broke, which its results say by raising BrokenProcessPool."""
 
     def __init__(self, executor: Executor) -> None:
         self.executor = executor
+        self.broken = False
 
-    def map(self, function: Callable, items: Iterable) -> Iterator:
-        with caller_main_hidden():
-            return self.executor.map(function, items)
+    def map(self, function: Callable, items: list) -> Iterator:
+        """Results in the order of `items`; BrokenProcessPool from the first one lost with the pool."""
+        futures = []
+        with contextlib.suppress(BrokenProcessPool):  # the pool broke while tasks were handed out
+            futures = [self.submit(function, item) for item in items]
+        return self._results(futures, len(futures) < len(items))
+
+    def _results(self, futures: list[Future], cut_short: bool) -> Iterator:
+        for future in futures:
+            yield future.result()
+        if cut_short:
+            raise BrokenProcessPool("a --jobs pool process was killed")
 
     def submit(self, function: Callable, *args: object) -> Future:
-        with caller_main_hidden():
-            return self.executor.submit(function, *args)
+        try:
+            with caller_main_hidden():
+                future = self.executor.submit(function, *args)
+        except BrokenProcessPool:
+            self.broken = True
+            raise
+        future.add_done_callback(self._note_break)
+        return future
+
+    def _note_break(self, future: Future) -> None:
+        if not future.cancelled() and isinstance(future.exception(), BrokenProcessPool):
+            self.broken = True
 
 
 class _NoPool:
