@@ -85,3 +85,21 @@ def test_a_new_generation_that_cannot_be_read_leaves_the_earlier_as_it_was(tmp_p
     assert stored(tmp_path / "x.duckdb") == before
     with duckdb.connect(str(tmp_path / "x.duckdb"), read_only=True) as con:
         assert con.execute("SELECT path FROM sources").fetchall() == [(str(log),)]
+
+
+def test_a_follow_batch_that_finds_its_log_truncated_derives_the_new_generations_runs(tmp_path: Path) -> None:
+    """A follow derives only the open runs after its first commit (`open_runs_only`); the new generation is
+    a source read from its start, and its runs are derived whole, as an ingest of it alone gives them."""
+    from logmine import api
+
+    log = tmp_path / "server.log"
+    log.write_text("".join(FIRST))
+    api.ingest([str(log)], db=tmp_path / "x.duckdb")
+    log.write_text("".join(SECOND))
+    report = api.ingest([str(log)], db=tmp_path / "x.duckdb", open_runs_only=True)
+    assert [s.status for s in report.logs.sources] == ["generation"]
+    (tmp_path / "alone").mkdir()
+    (tmp_path / "alone" / "server.log").write_text("".join(SECOND))
+    api.ingest([str(tmp_path / "alone" / "server.log")], db=tmp_path / "alone.duckdb")
+    runs_of_new = [r[1:] for r in stored(tmp_path / "x.duckdb")[1] if r[0] == str(log)]
+    assert runs_of_new and runs_of_new == [r[1:] for r in stored(tmp_path / "alone.duckdb")[1]]

@@ -90,3 +90,71 @@ def test_a_journal_that_grows_across_new_year_keeps_counting_the_year(tmp_path: 
     path.write_bytes(december * 201 + january)
     ingested(path, con)
     assert con.execute("SELECT strftime(max(ts), '%Y-%m-%d') FROM lines").fetchone()[0] == "2026-01-01"
+
+
+DERIVED = ("runs", "configs", "config_diffs", "failure_signs")
+PLAIN_LAUNCHES = [Path(__file__).parent / "data" / "why" / name
+                  for name in ("oom_low_mem_fraction.log", "cuda_graph_crash.log", "hang_killed.log")]
+
+
+def derived(db: Path) -> dict[str, list[tuple]]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        return {t: con.execute(f'SELECT * FROM "{t}" ORDER BY ALL').fetchall() for t in DERIVED}
+
+
+def whole_and_cuts(data: bytes, parts: int) -> list[int]:
+    ends = [i + 1 for i, byte in enumerate(data) if byte == ord("\n")]
+    return [ends[len(ends) * k // parts] for k in range(1, parts)]
+
+
+@pytest.mark.parametrize("shape", ["journal", "plain launches"])
+def test_an_ingest_of_a_grown_file_derives_the_runs_of_the_whole_file(tmp_path: Path, shape: str) -> None:
+    """The grown file's runs are derived again only from its open run on (`derive.rebuild`), and come out
+    as an ingest of the whole file derives them all: under systemd, and in a plain file of three launches
+    (which is segmented whole)."""
+    from logmine import api
+
+    data = JOURNAL.read_bytes() if shape == "journal" else b"".join(p.read_bytes() for p in PLAIN_LAUNCHES)
+    path = tmp_path / "server.log"
+    path.write_bytes(data)
+    api.ingest([str(path)], db=tmp_path / "whole.duckdb")
+    expected = derived(tmp_path / "whole.duckdb")
+    assert len(expected["runs"]) >= 3
+    for n, cut in enumerate(whole_and_cuts(data, 6)):
+        db = tmp_path / f"grown{n}.duckdb"
+        path.write_bytes(data[:cut])
+        api.ingest([str(path)], db=db)
+        path.write_bytes(data)
+        assert api.ingest([str(path)], db=db).logs.sources[0].status == "grown"
+        assert derived(db) == expected, f"cut at byte {cut}"
+
+
+def test_a_database_derived_by_other_code_is_derived_again_whole(tmp_path: Path) -> None:
+    """Closed runs are kept as derived while the code that derived them is this one; a database derived by
+    another logmine (its `derived_by` digest differs) has every run derived again at its next ingest."""
+    from logmine import api
+
+    data = JOURNAL.read_bytes()
+    path, db = tmp_path / "journal.txt", tmp_path / "t.duckdb"
+    after_restart, later = whole_and_cuts(data, 12)[9:11]  # the unit restarts at line ~905 of 1205
+    stale = "as an older logmine said"
+
+    def first_run_detail() -> list[tuple]:
+        with duckdb.connect(str(db), read_only=True) as con:
+            return con.execute("SELECT end_detail FROM runs WHERE ordinal = 1").fetchall()
+
+    path.write_bytes(data[:after_restart])
+    api.ingest([str(path)], db=db)
+    with duckdb.connect(str(db)) as con:
+        assert con.execute("SELECT count(*) FROM runs").fetchall()[0][0] >= 2  # the first run is closed
+        con.execute("UPDATE runs SET end_detail = ? WHERE ordinal = 1", [stale])
+    path.write_bytes(data[:later])
+    api.ingest([str(path)], db=db)
+    assert first_run_detail() == [(stale,)]
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE settings SET value = 'another logmine' WHERE name = 'derived_by'")
+    path.write_bytes(data)
+    api.ingest([str(path)], db=db)
+    assert first_run_detail() != [(stale,)]
+    api.ingest([str(path)], db=tmp_path / "whole.duckdb")
+    assert derived(db) == derived(tmp_path / "whole.duckdb")

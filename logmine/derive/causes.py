@@ -36,8 +36,9 @@ PHASE_KINDS = tuple(kind for kind, _ in PHASES)
 # The lines of one source a failure's words may be in: all but the serving traffic, whose whole text a
 # batch or access pattern typed. Traffic is most of a long log, so leaving it out first (in a subquery,
 # which DuckDB filters before it runs the regex) takes most of the scans' time away.
-SIGN_LINES = (f"(SELECT * FROM lines WHERE source_id = ? AND (kind IS NULL OR kind NOT IN "
-              f"({', '.join(repr(kind) for kind in TRAFFIC_KINDS)})))")
+# A source's lines from $first to $last that may say why a run failed: the traffic lines never do.
+SIGN_LINES = (f"(SELECT * FROM lines WHERE source_id = $source AND line_no BETWEEN $first AND $last "
+              f"AND (kind IS NULL OR kind NOT IN ({', '.join(repr(kind) for kind in TRAFFIC_KINDS)})))")
 # A capture's progress bar names the batch size (decode graphs) or token count (prefill graphs) it is at.
 GRAPH_BATCH = re.compile(r"Capturing (?:batches \((bs)=|num tokens \((num_tokens)=)(\d+)")
 
@@ -101,22 +102,27 @@ def rank_label(row: dict) -> str:
 
 
 def find_causes(con: duckdb.DuckDBPyConnection, source_id: int, bounds: list[tuple[int, int]]) -> list[Cause]:
-    """One `Cause` per run, given each run's (first line, last line) in order."""
-    signs = sorted(read_signs(con, source_id), key=lambda s: s.line_no)
+    """One `Cause` per run, given each run's (first line, last line) in order. Only the lines of those runs are
+    read: the open runs of a grown source are a small part of it."""
+    if not bounds:
+        return []
+    window = {"source": source_id, "first": bounds[0][0], "last": bounds[-1][1]}
+    signs = sorted(read_signs(con, window), key=lambda s: s.line_no)
     exit_texts = [(n, EXIT_TRACE.search(text)[0]) for n, text in execute(con, f"""
-        SELECT line_no, message FROM {SIGN_LINES} WHERE regexp_matches(message, ?) ORDER BY line_no""",
-        [source_id, families.EXIT_TRACE])]
+        SELECT line_no, message FROM {SIGN_LINES} WHERE regexp_matches(message, $exit) ORDER BY line_no""",
+        {**window, "exit": families.EXIT_TRACE})]
     exit_traces = [n for n, _ in exit_texts]
     # HiCache's refusal of its host pool is a line inside the scheduler's traceback: read from its event.
-    milestones = execute(con, f"""
+    milestones = execute(con, """
         SELECT line_no, kind FROM lines
-        WHERE source_id = ? AND kind IN ({', '.join('?' for _ in PHASE_KINDS)})
-        UNION ALL SELECT line_no, kind FROM host_cache WHERE source_id = ? AND kind = 'host_memory_short'
-        ORDER BY line_no""", [source_id, *PHASE_KINDS, source_id])
+        WHERE source_id = $source AND line_no BETWEEN $first AND $last AND list_contains($phases, kind)
+        UNION ALL SELECT line_no, kind FROM host_cache
+        WHERE source_id = $source AND line_no BETWEEN $first AND $last AND kind = 'host_memory_short'
+        ORDER BY line_no""", {**window, "phases": list(PHASE_KINDS)})
     graph_lines = execute(con, f"""
-        SELECT line_no, message FROM {SIGN_LINES} WHERE message LIKE '%Capturing %' ORDER BY line_no""", [source_id])
+        SELECT line_no, message FROM {SIGN_LINES} WHERE message LIKE '%Capturing %' ORDER BY line_no""", window)
     # (any kind: the bar a crash interrupts shares its line with the crash's first words)
-    harness = harness_errors(con, source_id)
+    harness = harness_errors(con, window)
     causes = []
     for first, last in bounds:
         inside = [s for s in signs if first <= s.line_no <= last]
@@ -153,17 +159,21 @@ def phase_at(milestones: list[tuple[int, str]], graph_lines: list[tuple[int, str
     return phase
 
 
-def harness_errors(con: duckdb.DuckDBPyConnection, source_id: int) -> set[int]:
-    """The first lines of a test harness's tracebacks (see `failure_families.HARNESS_FRAME`)."""
-    return {row[0] for row in execute(con, "SELECT first_line_no FROM errors WHERE source_id = ? "
-                                      "AND regexp_matches(text, ?)", [source_id, families.HARNESS_FRAME])}
+def harness_errors(con: duckdb.DuckDBPyConnection, window: dict[str, int]) -> set[int]:
+    """The first lines of a test harness's tracebacks (see `failure_families.HARNESS_FRAME`) in the `window`
+    (`source`, `first` and `last` line)."""
+    return {row[0] for row in execute(con, """
+        SELECT first_line_no FROM errors WHERE source_id = $source AND first_line_no BETWEEN $first AND $last
+        AND regexp_matches(text, $harness)""", {**window, "harness": families.HARNESS_FRAME})}
 
 
-def read_signs(con: duckdb.DuckDBPyConnection, source_id: int) -> list[Sign]:
+def read_signs(con: duckdb.DuckDBPyConnection, window: dict[str, int]) -> list[Sign]:
+    """The signs of failure that begin in the `window` (`source`, `first` and `last` line)."""
     signs = []
     for row in dict_rows(con, """
             SELECT first_line_no, last_line_no, ts, dp, pp, tp, ep, last_line, text FROM errors
-            WHERE source_id = ? AND NOT regexp_matches(text, ?)""", [source_id, families.HARNESS_FRAME]):
+            WHERE source_id = $source AND first_line_no BETWEEN $first AND $last
+              AND NOT regexp_matches(text, $harness)""", {**window, "harness": families.HARNESS_FRAME}):
         headline = row["last_line"] or ""
         sign = Sign(row["first_line_no"], row["last_line_no"], row["ts"], rank_label(row), headline, "error")
         sign.consequence = bool(CONSEQUENCE.search(headline))
@@ -173,27 +183,27 @@ def read_signs(con: duckdb.DuckDBPyConnection, source_id: int) -> list[Sign]:
     for row in dict_rows(con, f"""
             SELECT line_no, ts, dp, pp, tp, ep, message FROM {SIGN_LINES}
             WHERE kind IS DISTINCT FROM 'error' AND kind IS DISTINCT FROM 'traceback'
-              AND regexp_matches(message, ?)""", [source_id, families.FATAL_LINE]):
+              AND regexp_matches(message, $fatal)""", {**window, "fatal": families.FATAL_LINE}):
         text = strip_prefix(row["message"])
         signs.append(Sign(row["line_no"], row["line_no"], row["ts"], rank_label(row), text, "line",
                           family_of(text)))
     # A shutdown line inside a traceback (`RuntimeError: Not enough memory ...`) is that error's, not a sign.
     inside_errors = [(s.line_no, s.last_line_no) for s in signs]
-    for row in dict_rows(con, f"""
+    for row in dict_rows(con, """
             SELECT line_no, l.ts, l.dp, l.pp, l.tp, l.ep, e.kind, l.message FROM shutdown_events AS e
             JOIN lines AS l USING (source_id, line_no)
-            WHERE source_id = ? AND e.kind IN ({', '.join('?' for _ in SHUTDOWN_SIGNS)})""",
-            [source_id, *SHUTDOWN_SIGNS]):
+            WHERE source_id = $source AND line_no BETWEEN $first AND $last AND list_contains($kinds, e.kind)""",
+            {**window, "kinds": list(SHUTDOWN_SIGNS)}):
         if any(first <= row["line_no"] <= last for first, last in inside_errors):
             continue
         text = strip_prefix(row["message"])
         sign = Sign(row["line_no"], row["line_no"], row["ts"], rank_label(row), text, "shutdown", family_of(text))
         sign.consequence = row["kind"] in ("sigquit", "rank_dead", "exit_code") or bool(CONSEQUENCE.search(text))
         signs.append(sign)
-    for row in dict_rows(con, f"""
+    for row in dict_rows(con, """
             SELECT line_no, l.ts, l.message FROM systemd AS e JOIN lines AS l USING (source_id, line_no)
-            WHERE source_id = ? AND e.kind IN ({', '.join('?' for _ in SYSTEMD_SIGNS)})""",
-            [source_id, *SYSTEMD_SIGNS]):
+            WHERE source_id = $source AND line_no BETWEEN $first AND $last AND list_contains($kinds, e.kind)""",
+            {**window, "kinds": list(SYSTEMD_SIGNS)}):
         signs.append(Sign(row["line_no"], row["line_no"], row["ts"], "", row["message"], "systemd", "host_memory"))
     return signs
 
@@ -206,7 +216,7 @@ def strip_prefix(message: str) -> str:
     return PREFIX.sub("", message.strip(), count=1)
 
 
-def dict_rows(con: duckdb.DuckDBPyConnection, sql: str, params: list) -> list[dict]:
+def dict_rows(con: duckdb.DuckDBPyConnection, sql: str, params: list | dict) -> list[dict]:
     cursor = con.execute(sql, params)
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]

@@ -8,13 +8,17 @@ agent transcripts and runs (`transcript_links`).
 
 from __future__ import annotations
 
+import functools
+import hashlib
+from collections.abc import Iterator
 from datetime import timedelta
 from importlib import resources
+from importlib.resources.abc import Traversable
 
 import duckdb
 
 from ..parsers.events import EVENT_TABLES
-from ..store import execute, has_table
+from ..store import execute, has_table, save_setting, setting
 from . import drift, runs, transcript_links
 from . import line_templates as templates
 
@@ -23,24 +27,56 @@ OWN_BY_RUN_VIEW = {"kv_cache"}
 
 
 def rebuild(con: duckdb.DuckDBPyConnection, utc_offset: timedelta | None = None,
-            open_runs_of: dict[int, str] | None = None) -> None:
+            read: dict[int, str] | None = None, open_runs_only: bool = False) -> None:
     """Recompute runs, configs, config diffs, the derived views, the untyped lines' templates and the
-    links between transcripts and runs. With `open_runs_of` (what a follow's batch read: each source id
-    with its ingest status), only the runs of the sources that grew that were open, and the ones after
-    them, and the runs of new or replaced sources (`runs.update_open_runs`); the views are made only
-    where they are missing."""
-    if open_runs_of is None:
-        runs.rebuild_runs(con)
+    links between transcripts and runs.
+
+    `read` is what the ingest read: each source id with its ingest status. The runs are derived again only
+    where the new lines can change them (`runs.update_open_runs`: the run of each source that grew that was
+    open, and the ones after it, and the runs of new or replaced sources) with `open_runs_only` (a follow's
+    batch), or when every source read only grew or was unchanged and the derived tables were made by this
+    code (`derivation_digest`); the views are then made only where they are missing. Otherwise every run of
+    every source is derived again (a new file's runs may take a config another's had first).
+    """
+    digest = derivation_digest()
+    partial = read is not None and (open_runs_only or (set(read.values()) <= {"grown", "unchanged"}
+                                                       and setting(con, "derived_by") == digest))
+    if partial:
+        runs.update_open_runs(con, {s for s, status in read.items() if status == "grown"},
+                              {s for s, status in read.items() if status in ("new", "replaced", "generation")})
     else:
-        runs.update_open_runs(con, {s for s, status in open_runs_of.items() if status == "grown"},
-                              {s for s, status in open_runs_of.items() if status in ("new", "replaced")})
-    if open_runs_of is None or not has_table(con, f"{EVENT_TABLES[-1].name}_by_run"):
-        create_views(con)  # a follow's batches keep the views its first commit made
+        runs.rebuild_runs(con)
+    if not partial or not has_table(con, f"{EVENT_TABLES[-1].name}_by_run"):
+        create_views(con)
+    if not open_runs_only:
+        save_setting(con, "derived_by", digest)
     if has_table(con, "lines"):
         templates.mine(con)
         drift.rebuild_new_shapes(con)
     if has_table(con, "sessions"):
         transcript_links.link_transcripts(con, utc_offset)
+
+
+@functools.cache
+def derivation_digest() -> str:
+    """A digest of the code the derived tables come from: this package, the parsers' format knowledge it
+    reads (kinds, families, catalogue) and the views' SQL. A database derived by other code (an older
+    logmine) is derived again whole at its next ingest, not only where it grew."""
+    digest = hashlib.blake2b(digest_size=16)
+    for package in ("logmine.derive", "logmine.parsers", "logmine.queries"):
+        for document in _code_files(resources.files(package)):
+            digest.update(document.name.encode())
+            digest.update(document.read_bytes())
+    return digest.hexdigest()
+
+
+def _code_files(folder: Traversable) -> Iterator[Traversable]:
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.is_dir():
+            if entry.name != "__pycache__":
+                yield from _code_files(entry)
+        elif entry.name.endswith((".py", ".sql", ".tsv")):
+            yield entry
 
 
 def create_views(con: duckdb.DuckDBPyConnection) -> None:

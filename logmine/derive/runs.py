@@ -135,10 +135,10 @@ def sign_row(source_id: int, run: int, sign: Sign, role: str) -> dict[str, objec
 
 
 def update_open_runs(con: duckdb.DuckDBPyConnection, grown: set[int], whole: set[int] = frozenset()) -> None:
-    """`rebuild_runs` for a follow's batch, touching only what it can change: the last run of each source in
-    `grown` (the one still open when the batch came) and the runs after it; the sources of `whole` (new, or
-    read again from their start) are segmented whole. The other runs, and the other sources' runs, stay as
-    they were."""
+    """`rebuild_runs` for lines added at the end of their sources, touching only what they can change: the
+    last run of each source in `grown` (the one still open when the lines came) and the runs after it; the
+    sources of `whole` (new, or read again from their start) are segmented whole. The other runs, and the
+    other sources' runs, stay as they were."""
     for name, columns in (("runs", RUNS_COLUMNS), ("configs", CONFIG_COLUMNS), ("config_diffs", DIFF_COLUMNS),
                           ("failure_signs", SIGN_COLUMNS)):
         create_table(con, name, columns)

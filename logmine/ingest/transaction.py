@@ -79,7 +79,9 @@ def ingest(paths: list[str], db: str | Path = DEFAULT_DB, envelope: str | None =
     inputs are read and once `"after"` everything is derived, just before the commit: `logmine follow`
     keeps its journal cursor and its alerts there, so that they are stored with the rows they cover.
     `open_runs_only` derives again only the runs the inputs' new lines can change (the last run of each
-    source read, and the runs after it): a follow's batch adds lines at the end of its sources.
+    source read, and the runs after it): a follow's batch adds lines at the end of its sources. Without it
+    the ingest does so too when its inputs only grew and the database was derived by this logmine
+    (`derive.rebuild`), and derives every run again otherwise.
     """
     from ..inputs.sources import classify_inputs
     from . import interrupts
@@ -169,8 +171,8 @@ def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, found: SortedInputs, 
             except Exception as exc:  # this transcript is bad: it costs only itself
                 report.logs.failed.append(failure_line(str(path), exc))
         interrupts.check()
-        touched = {s.source_id: s.status for s in logs.sources} if open_runs_only else None
-        derive.rebuild(con, utc_offset=utc_offset, open_runs_of=touched)
+        derive.rebuild(con, utc_offset=utc_offset, read={s.source_id: s.status for s in logs.sources},
+                       open_runs_only=open_runs_only)
         untimed = dict(execute(con, "SELECT source_id, sum(untimed_markers) FROM runs GROUP BY ALL"))
         shapes = dict(execute(con, "SELECT source_id, shape FROM new_shape")) if has_table(con, "new_shape") \
             else {}
