@@ -47,16 +47,23 @@ def literal_head(regex: str) -> str:
 @dataclass(frozen=True)
 class CompiledPattern:
     spec: formats.Pattern
-    regex: re.Pattern[str]
-    re2: str  # the same regex anchored for RE2 (pyarrow.compute), which searches unanchored
+    names: tuple[str, ...]  # the pattern's named groups, in order
+    re2: str  # the regex anchored for RE2 (pyarrow.compute), which searches unanchored
     # A last group that runs to the end of the line (`(?P<detail>Rank \d+.*)`) is not captured by RE2,
     # which would re-scan the whole line for it: `re2` captures the text before it as `_head`, and the
     # group is cut off by position.
     tail: str | None = None
 
+    @property
+    def regex(self) -> re.Pattern[str]:
+        """The regex for Python's `re`, which reads only the rows RE2 could read differently (non-ASCII):
+        compiled when the first such row comes, since compiling the whole table costs a small ingest 70 ms."""
+        return _python_regex(self.spec.regex)
+
 
 # `(?P<name>INNER.*)` closing a pattern, INNER without groups
 TAIL_GROUP = re.compile(r"\(\?P<(?P<name>\w+)>(?P<inner>[^()]*)\.\*\)$")
+GROUP_NAME = re.compile(r"\(\?P<(\w+)>")
 
 
 def compile_pattern(spec: formats.Pattern) -> CompiledPattern:
@@ -64,13 +71,18 @@ def compile_pattern(spec: formats.Pattern) -> CompiledPattern:
 
 
 @cache  # each LineParser (one per input, one per agent tool output) compiles the same table
-def _compiled(pattern: str) -> tuple[re.Pattern[str], str, str | None]:
-    regex = re.compile(pattern)
+def _compiled(pattern: str) -> tuple[tuple[str, ...], str, str | None]:
+    names = tuple(GROUP_NAME.findall(pattern))
     tail = TAIL_GROUP.search(pattern)
     if tail is None:
-        return regex, f"^(?:{pattern})", None
+        return names, f"^(?:{pattern})", None
     head = pattern[:tail.start()]
-    return regex, f"^(?P<_head>(?:{head})){tail['inner']}", tail["name"]
+    return names, f"^(?P<_head>(?:{head})){tail['inner']}", tail["name"]
+
+
+@cache
+def _python_regex(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
 
 
 @dataclass
@@ -191,7 +203,7 @@ class Classifier:
         hit = np.zeros(len(bodies), dtype=bool)
         if len(fast):
             sub = bodies.take(pa.array(fast, pa.int64()))
-            if candidate.regex.groupindex:
+            if candidate.names:
                 fields, ok = self._extract(candidate, sub)
                 hit[fast[ok]] = True
                 if not ok.all():
@@ -218,7 +230,7 @@ class Classifier:
     def _extract(candidate: CompiledPattern, texts: pa.StringArray) -> tuple[dict[str, pa.Array], np.ndarray]:
         """(the named groups' texts, which rows matched) of RE2 matches of `candidate` on `texts`."""
         groups = pc.extract_regex(texts, candidate.re2)
-        fields = {name: groups.field(name) for name in candidate.regex.groupindex if name != candidate.tail}
+        fields = {name: groups.field(name) for name in candidate.names if name != candidate.tail}
         if candidate.tail:
             fields[candidate.tail] = cut(texts, ints(pc.binary_length(groups.field("_head")), 0))
         return fields, flags(groups.is_valid())
@@ -231,7 +243,7 @@ class Classifier:
                                         "kind": pa.repeat(pa.scalar(candidate.spec.kind), n)}
         for name, value in candidate.spec.const.items():
             columns[name] = pa.repeat(pa.scalar(value, pa.string()), n)
-        for name in candidate.regex.groupindex:
+        for name in candidate.names:
             values = fields[name]
             columns[name] = pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values)
         return pa.table(columns)

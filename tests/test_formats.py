@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 import pytest
 from logmine.parsers import sglang_formats as formats
 from logmine.parsers.events import COMMON_COLUMNS, TABLES_BY_NAME
-from logmine.parsers.sglang_classifier import Classifier
+from logmine.parsers.sglang_classifier import Classifier, compile_pattern
 from logmine.parsers.vector_columns import bounded_int, bounded_ints, flags
 
 from logmine import api
@@ -270,3 +270,12 @@ def test_a_checkpoint_tensor_without_parameter_is_one_kind_whatever_its_layer(tm
         ("param_not_loaded", "weights", "model.layers.12.self_attn.v_scale", None),
         ("param_not_loaded", "weights", "layers.3.mlp.gate.weight", "layers.3.mlp.gate.w"),
     ]
+
+
+def test_each_patterns_group_names_are_read_from_its_text_as_python_compiles_them() -> None:
+    """The classifier takes a pattern's group names from its text, and compiles it for Python's `re` only
+    when a non-ASCII row comes: the names must be the ones `re` gives, in order."""
+    for spec in formats.ALL_PATTERNS:
+        compiled = compile_pattern(spec)
+        assert compiled.names == tuple(re.compile(spec.regex).groupindex), spec.kind
+        assert compiled.regex.pattern == spec.regex
