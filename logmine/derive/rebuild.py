@@ -35,8 +35,9 @@ def rebuild(con: duckdb.DuckDBPyConnection, utc_offset: timedelta | None = None,
     where the new lines can change them (`runs.update_open_runs`: the run of each source that grew that was
     open, and the ones after it, and the runs of new or replaced sources) with `open_runs_only` (a follow's
     batch), or when every source read only grew or was unchanged and the derived tables were made by this
-    code (`derivation_digest`); the views are then made only where they are missing. Otherwise every run of
-    every source is derived again (a new file's runs may take a config another's had first).
+    code (`derivation_digest`); the views are then made only where they are missing. Otherwise (a first
+    ingest, a new, replaced or copied file, a database derived by other code) every run of every source is
+    derived again.
     """
     digest = derivation_digest()
     partial = read is not None and (open_runs_only or (set(read.values()) <= {"grown", "unchanged"}
