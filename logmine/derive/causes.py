@@ -35,8 +35,8 @@ PHASES = (("init_distributed_begin", "distributed init"), ("load_weight_begin", 
 PHASE_KINDS = tuple(kind for kind, _ in PHASES)
 # The lines of one source a failure's words may be in: all but the serving traffic, whose whole text a
 # batch or access pattern typed. Traffic is most of a long log, so leaving it out first (in a subquery,
-# which DuckDB filters before it runs the regex) takes most of the scans' time away.
-# A source's lines from $first to $last that may say why a run failed: the traffic lines never do.
+# which DuckDB filters before it runs the regex) takes most of the scans' time away. Only the lines from
+# $first to $last are read: those of the runs asked about.
 SIGN_LINES = (f"(SELECT * FROM lines WHERE source_id = $source AND line_no BETWEEN $first AND $last "
               f"AND (kind IS NULL OR kind NOT IN ({', '.join(repr(kind) for kind in TRAFFIC_KINDS)})))")
 # A capture's progress bar names the batch size (decode graphs) or token count (prefill graphs) it is at.
@@ -168,11 +168,12 @@ def harness_errors(con: duckdb.DuckDBPyConnection, window: dict[str, int]) -> se
 
 
 def read_signs(con: duckdb.DuckDBPyConnection, window: dict[str, int]) -> list[Sign]:
-    """The signs of failure that begin in the `window` (`source`, `first` and `last` line)."""
+    """The signs of failure in the `window` (`source`, `first` and `last` line); errors that reach into it
+    from before too, since a shutdown line inside one is that error's."""
     signs = []
     for row in dict_rows(con, """
             SELECT first_line_no, last_line_no, ts, dp, pp, tp, ep, last_line, text FROM errors
-            WHERE source_id = $source AND first_line_no BETWEEN $first AND $last
+            WHERE source_id = $source AND first_line_no <= $last AND coalesce(last_line_no, first_line_no) >= $first
               AND NOT regexp_matches(text, $harness)""", {**window, "harness": families.HARNESS_FRAME}):
         headline = row["last_line"] or ""
         sign = Sign(row["first_line_no"], row["last_line_no"], row["ts"], rank_label(row), headline, "error")
