@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import duckdb
@@ -13,8 +14,13 @@ from logmine.ingest.logs import LOG_TABLES, ingest_logs
 JOURNAL = Path(__file__).resolve().parents[1] / "examples" / "demo" / "journal.txt"
 
 
-def tables(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple]]:
-    return {t: con.execute(f'SELECT * FROM "{t}" ORDER BY ALL').fetchall() for t in LOG_TABLES}
+def tables(con: duckdb.DuckDBPyConnection, names: Sequence[str] = LOG_TABLES) -> dict[str, list[tuple]]:
+    return {t: con.execute(f'SELECT * FROM "{t}" ORDER BY ALL').fetchall() for t in names}
+
+
+def line_ends(data: bytes) -> list[int]:
+    """The byte offset just after each line's newline."""
+    return [i + 1 for i, byte in enumerate(data) if byte == ord("\n")]
 
 
 def ingested(path: Path, con: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyConnection:
@@ -35,7 +41,7 @@ def cut_points() -> list[int]:
     """Byte offsets to cut at: after every line of the tracebacks (and the lines around them), halfway
     through a few of those lines, and a spread over the rest of the file."""
     data = JOURNAL.read_bytes()
-    ends = [i + 1 for i, byte in enumerate(data) if byte == ord("\n")]
+    ends = line_ends(data)
     in_traceback = [n for n, line in enumerate(data.split(b"\n"), start=1)
                     if b"Traceback" in line or line.split(b": ", 1)[-1].startswith((b"  ", b"ValueError"))]
     first, last = min(in_traceback), max(in_traceback)
@@ -69,7 +75,7 @@ def test_growth_line_by_line_gives_the_whole_file_tables(whole: tuple[Path, dict
     journal would; then the rest of the file at once."""
     _, expected = whole
     data = JOURNAL.read_bytes()
-    ends = [0] + [i + 1 for i, byte in enumerate(data) if byte == ord("\n")]
+    ends = [0, *line_ends(data)]
     path = tmp_path / "journal.txt"
     con = duckdb.connect()
     for line in range(first, last + 1):
@@ -99,11 +105,12 @@ PLAIN_LAUNCHES = [Path(__file__).parent / "data" / "why" / name
 
 def derived(db: Path) -> dict[str, list[tuple]]:
     with duckdb.connect(str(db), read_only=True) as con:
-        return {t: con.execute(f'SELECT * FROM "{t}" ORDER BY ALL').fetchall() for t in DERIVED}
+        return tables(con, DERIVED)
 
 
-def whole_and_cuts(data: bytes, parts: int) -> list[int]:
-    ends = [i + 1 for i, byte in enumerate(data) if byte == ord("\n")]
+def even_cuts(data: bytes, parts: int) -> list[int]:
+    """Line ends that cut `data` into `parts` runs of about as many lines."""
+    ends = line_ends(data)
     return [ends[len(ends) * k // parts] for k in range(1, parts)]
 
 
@@ -120,7 +127,7 @@ def test_an_ingest_of_a_grown_file_derives_the_runs_of_the_whole_file(tmp_path: 
     api.ingest([str(path)], db=tmp_path / "whole.duckdb")
     expected = derived(tmp_path / "whole.duckdb")
     assert len(expected["runs"]) >= 3
-    for n, cut in enumerate(whole_and_cuts(data, 6)):
+    for n, cut in enumerate(even_cuts(data, 6)):
         db = tmp_path / f"grown{n}.duckdb"
         path.write_bytes(data[:cut])
         api.ingest([str(path)], db=db)
@@ -136,7 +143,7 @@ def test_a_database_derived_by_other_code_is_derived_again_whole(tmp_path: Path)
 
     data = JOURNAL.read_bytes()
     path, db = tmp_path / "journal.txt", tmp_path / "t.duckdb"
-    after_restart, later = whole_and_cuts(data, 12)[9:11]  # the unit restarts at line ~905 of 1205
+    after_restart, later = even_cuts(data, 12)[9:11]  # the unit restarts at line ~905 of 1205
     stale = "as an older logmine said"
 
     def first_run_detail() -> list[tuple]:
