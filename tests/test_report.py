@@ -383,6 +383,34 @@ def test_a_log_cut_off_while_the_server_loads_says_how_far_it_got(tmp_path: Path
     assert "The last configuration's KV pool holds 32,997 tokens (5.14 GiB) on its rank." in markdown
 
 
+@pytest.mark.parametrize(("args", "more", "doing"), [
+    ("tp_size=1", [], "warming up"),
+    ("tp_size=1, speculative_algorithm='EAGLE3'", [], "loading the draft model"),
+    ("tp_size=1, speculative_algorithm='EAGLE3'",
+     ["[2026-08-01 21:53:00 TP0] Load weight begin. avail mem=10.00 GB",
+      "[2026-08-01 21:53:30 TP0] Load weight end. type=LlamaForCausalLMEagle3, avail mem=9.00 GB, mem usage=1.00 GB."],
+     "capturing the draft model's CUDA graphs"),
+    ("tp_size=1, speculative_algorithm=None", [], "warming up"),
+])
+def test_a_log_cut_off_after_the_graphs_names_what_its_configuration_loads_next(
+        tmp_path: Path, args: str, more: list[str], doing: str) -> None:
+    """After the target's CUDA graphs it said "loading the draft model or warming up" of every server, a server
+    that has no draft model too: the configuration tells which comes next."""
+    lines = [f"[2026-08-01 21:40:26] server_args=ServerArgs(model_path='m/laguna', {args})",
+             "[2026-08-01 21:40:40 TP0] Load weight begin. avail mem=100.00 GB",
+             "[2026-08-01 21:50:58 TP0] Load weight end. type=Laguna, avail mem=60.00 GB, mem usage=40.00 GB.",
+             "[2026-08-01 21:51:00 TP0] KV Cache is allocated. #tokens: 32997, KV size: 5.14 GB",
+             "[2026-08-01 21:51:16 TP0] Capture cuda graph begin. This can take up to several minutes. "
+             "avail mem=11.78 GB",
+             "[2026-08-01 21:52:16 TP0] Capture cuda graph end. Time elapsed: 60.00 s. mem usage=0.50 GB. "
+             "avail mem=11.28 GB.", *more]
+    (tmp_path / "cut.log").write_text("\n".join(lines) + "\n")
+    api.ingest([str(tmp_path / "cut.log")], db=tmp_path / "cut.duckdb")
+    with api.open_db(tmp_path / "cut.duckdb") as con:
+        markdown = api.report(con, fmt="markdown").replace("\\", "")
+    assert f"Run 1 never became ready: it was still {doing} when the log ends." in markdown
+
+
 def test_a_report_of_one_source_holds_only_the_sessions_linked_to_its_runs(
         demo_and_kimi: Callable[[], duckdb.DuckDBPyConnection]) -> None:
     """The kimi session changed kimi's server, not the demo's: it has no place in the demo's report."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pandas as pd
@@ -12,10 +13,14 @@ from .data import ReportData
 from .model import Folded, Heading, Section, Text
 from .words import first_upper, missing, plural, quote
 
-# What a server was doing after the last start-up milestone it logged.
-DOING_AFTER = [("started", "initialising"), ("weights_begin", "loading weights"), ("weights", "allocating the KV pool"),
-               ("kv_pool", "capturing CUDA graphs"), ("cuda_graphs", "loading the draft model or warming up"),
-               ("hicache", "pinning the HiCache host pool")]
+# What a server was doing after the last start-up milestone it logged, in SGLang's order: the target model's
+# weights, KV pool and CUDA graphs, then the draft model's (speculative decoding), the host pool, warm-up.
+# After the target's graphs only the configuration says whether a draft model comes next (`AFTER_GRAPHS`).
+DOING_AFTER = {"started": "initialising", "weights_begin": "loading weights", "weights": "allocating the KV pool",
+               "kv_pool": "capturing CUDA graphs", "draft_weights": "capturing the draft model's CUDA graphs",
+               "draft_cuda_graphs": "warming up", "hicache": "pinning the HiCache host pool",
+               "capacity": "warming up"}
+AFTER_GRAPHS = {True: "loading the draft model", False: "warming up", None: "loading the draft model or warming up"}
 CRASH_KINDS = ("oom", "host_memory", "abort", "traceback", "fatal_line")
 
 
@@ -75,7 +80,7 @@ def end_story(data: ReportData, run: pd.Series) -> Text:
         return Text(words, [data.cite_line(source, first["line_no"], first["text"])])
     if not stopped.empty:
         row = stopped.iloc[0]
-        doing = doing_when_stopped(data, source, ordinal)
+        doing = doing_when_stopped(data, run)
         by = (f", by the agent (message {int(row['message_index'])}: “{quote(row['agent_command'], 120)}”)"
               if not missing(row["session"]) else "")
         words = (f"was stopped while still {doing}, {row['detail']}{by}: "
@@ -86,7 +91,7 @@ def end_story(data: ReportData, run: pd.Series) -> Text:
     reason = run["end_reason"]
     if reason == "running":
         if missing(run["ready_at"]):  # the log ends before it was ready: say how far it got
-            return Text(f"was still {doing_when_stopped(data, source, ordinal)} when the log ends")
+            return Text(f"was still {doing_when_stopped(data, run)} when the log ends")
         return Text("was still running at the end of the log")
     detail = run["end_detail"] if not missing(run["end_detail"]) else ""
     words = {"restarted": "was restarted", "stopped": "was stopped", "crashed": "crashed after it was ready",
@@ -121,14 +126,22 @@ def headline(ends: pd.DataFrame, run: pd.Series) -> str:
     return f"{run['end_reason']}{by}"
 
 
-def doing_when_stopped(data: ReportData, source: str, run: int) -> str:
-    evidence = of_run(data["evidence"], source, run)
-    reached = evidence.sort_values("line_no")["figure"].tolist()
+def doing_when_stopped(data: ReportData, run: pd.Series) -> str:
+    """What a run that never became ready was doing after the last start-up milestone it logged."""
+    evidence = of_run(data["evidence"], run["source"], int(run["ordinal"]))
     doing = "starting"
-    for figure, what in DOING_AFTER:
-        if figure in reached:
-            doing = what
+    for figure in evidence.sort_values("line_no")["figure"]:
+        doing = AFTER_GRAPHS[speculative(run)] if figure == "cuda_graphs" else DOING_AFTER.get(figure, doing)
     return doing
+
+
+def speculative(run: pd.Series) -> bool | None:
+    """Whether the run's configuration loads a draft model; None where the log gave no configuration."""
+    config = run.get("config")
+    if missing(config):
+        return None
+    args = json.loads(config) if isinstance(config, str) else config
+    return bool(args.get("speculative_algorithm")) and args.get("speculative_algorithm") != "None"
 
 
 def ends_section(data: ReportData) -> Section | None:
