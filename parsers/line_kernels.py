@@ -264,3 +264,88 @@ def bracket_heads(data: cython.const[cython.uchar][::1], offsets: cython.const[c
         close_at[row] = close
     return (np.asarray(fast).view(np.bool_), np.asarray(dated_rows).view(np.bool_), np.asarray(ms_rows).view(np.bool_),
             np.asarray(close_at))
+
+
+QUOTE = cython.declare(cython.uchar, 34)
+NEWLINE = cython.declare(cython.uchar, 10)
+ACCESS_GROUPS = cython.declare(cython.Py_ssize_t, 6)  # client, method, path, http_version, status, reason
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _re2_space(b: cython.uchar) -> cython.bint:
+    """RE2's `\\s`: tab, newline, form feed, carriage return and space (not vertical tab, which Python's has)."""
+    return b in (SPACE, 9, NEWLINE, 12, 13)
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.locals(rows=cython.Py_ssize_t, row=cython.Py_ssize_t, begin=cython.Py_ssize_t, end=cython.Py_ssize_t,
+               at=cython.Py_ssize_t, mark=cython.Py_ssize_t, group=cython.Py_ssize_t, ok=cython.uchar[::1],
+               start=cython.longlong[::1], stop=cython.longlong[::1])
+def access_spans(data: cython.const[cython.uchar][::1], offsets: cython.const[cython.longlong][::1]) -> tuple:
+    """The groups of uvicorn's access line, as `sglang_formats`' `http_request` pattern reads it with RE2
+    (anchored at the start, ASCII texts): `CLIENT - "METHOD PATH HTTP/V" STATUS[ REASON]`.
+
+    Each token is a maximal run of its class followed by its one delimiter, so no backtracking can find
+    another match. Returns `ok` (a bool per text) and `start`, `stop` as flat (group, row) matrices; a
+    group that did not match, or a text that did not, has an empty span at the text's start.
+    """
+    rows = offsets.shape[0] - 1
+    ok = np.zeros(rows, dtype=np.uint8)
+    start = np.tile(offsets[:rows], ACCESS_GROUPS)
+    stop = np.asarray(start).copy()
+    for row in range(rows):
+        begin = offsets[row]
+        end = offsets[row + 1]
+        at = begin
+        while at < end and not _re2_space(data[at]):  # client: \S+, then ` - "`
+            at += 1
+        if at == begin or end - at < 4 or data[at] != SPACE or data[at + 1] != DASH or data[at + 2] != SPACE \
+                or data[at + 3] != QUOTE:
+            continue
+        start[row], stop[row] = begin, at
+        at += 4
+        mark = at  # method: [A-Z]+, then a space
+        while at < end and 65 <= data[at] <= 90:
+            at += 1
+        if at == mark or at >= end or data[at] != SPACE:
+            continue
+        start[rows + row], stop[rows + row] = mark, at
+        at += 1
+        mark = at  # path: \S+, then a space
+        while at < end and not _re2_space(data[at]):
+            at += 1
+        if at == mark or at >= end or data[at] != SPACE:
+            continue
+        start[2 * rows + row], stop[2 * rows + row] = mark, at
+        at += 1
+        mark = at  # version: HTTP/[\d.]+, then `" `
+        if end - at < 6 or data[at] != 72 or data[at + 1] != 84 or data[at + 2] != 84 or data[at + 3] != 80 \
+                or data[at + 4] != 47:
+            continue
+        at += 5
+        while at < end and (48 <= data[at] <= 57 or data[at] == DOT):
+            at += 1
+        if at == mark + 5 or end - at < 5 or data[at] != QUOTE or data[at + 1] != SPACE:
+            continue
+        start[3 * rows + row], stop[3 * rows + row] = mark, at
+        at += 2  # status: \d{3}
+        if not (48 <= data[at] <= 57 and 48 <= data[at + 1] <= 57 and 48 <= data[at + 2] <= 57):
+            continue
+        start[4 * rows + row], stop[4 * rows + row] = at, at + 3
+        at += 3
+        if at < end and data[at] == SPACE:  # reason: ` .*`, `.` stopping at a newline
+            mark = at + 1
+            at = mark
+            while at < end and data[at] != NEWLINE:
+                at += 1
+            start[5 * rows + row], stop[5 * rows + row] = mark, at
+        ok[row] = 1
+    for group in range(ACCESS_GROUPS):  # a text that did not match keeps no group
+        for row in range(rows):
+            if not ok[row]:
+                start[group * rows + row] = offsets[row]
+                stop[group * rows + row] = offsets[row]
+    return np.asarray(ok).view(np.bool_), np.asarray(start), np.asarray(stop)

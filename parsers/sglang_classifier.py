@@ -16,11 +16,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import hot_path
 from . import sglang_formats as formats
 from .sglang_catalogue import Catalogue, shipped_catalogue
-from .vector_columns import cut, flags, ints, records_table
+from .vector_columns import cut, data_bytes, flags, ints, offsets, records_table, spans
 
 HEAD_CHARS = 4
+# Patterns whose groups a compiled loop of `line_kernels` reads in one pass, as RE2 would (the loop and the
+# groups it gives, in the pattern's order): the access lines, most of a serving log's untyped-head rows.
+# `test_hot_path` checks each loop against RE2 on the pattern as it is now.
+COMPILED_GROUPS = {"http_request": ("access_spans", ("client", "method", "path", "http_version", "status", "reason"))}
 
 
 @cache  # every LineParser's Classifier asks it of the same patterns: a third of a small ingest's time
@@ -228,7 +233,15 @@ class Classifier:
 
     @staticmethod
     def _extract(candidate: CompiledPattern, texts: pa.StringArray) -> tuple[dict[str, pa.Array], np.ndarray]:
-        """(the named groups' texts, which rows matched) of RE2 matches of `candidate` on `texts`."""
+        """(the named groups' texts, which rows matched) of RE2 matches of `candidate` on `texts`, or of the
+        compiled loop that reads the same groups where there is one (`COMPILED_GROUPS`)."""
+        loop = COMPILED_GROUPS.get(candidate.spec.kind)
+        kernels = hot_path.kernels()
+        if loop is not None and kernels is not None and loop[1] == candidate.names:
+            ok, start, stop = getattr(kernels, loop[0])(data_bytes(texts), offsets(texts))
+            n = len(texts)
+            return {name: spans(texts, start[i * n:(i + 1) * n], stop[i * n:(i + 1) * n])
+                    for i, name in enumerate(candidate.names)}, ok
         groups = pc.extract_regex(texts, candidate.re2)
         fields = {name: groups.field(name) for name in candidate.names if name != candidate.tail}
         if candidate.tail:
