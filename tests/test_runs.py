@@ -103,6 +103,24 @@ def test_multi_rank_start_budget_adds_up(ingested) -> None:
     assert (run["ranks"], run["weights_seconds"], run["kv_tokens"], run["end_reason"]) == (2, 24.17, 139814, "running")
 
 
+def test_ranks_count_every_rank_that_logged_a_start_up_line(tmp_path: Path, ingested) -> None:
+    """v0.5.2 as a TP=8 Grok-2 server wrote it: `Init torch distributed` on TP0 only, then each rank's KV pool.
+    The run was one rank, its summary "(1 rank)"."""
+    kv = [f"[2025-09-11 10:25:43 TP{r}] KV Cache is allocated. #tokens: 903439, K size: 13.79 GB, V size: 13.79 GB"
+          for r in (3, 6, 1, 2, 4, 0, 5, 7)]
+    lines = ["[2025-09-11 10:24:10] server_args=ServerArgs(model_path='/models/grok-2', tp_size=8, pp_size=1)",
+             "[2025-09-11 10:24:20 TP0] Init torch distributed begin.",
+             *[f"[Gloo] Rank {r} is connected to 7 peer ranks. Expected number of connected peer ranks is : 7"
+               for r in range(8)],
+             "[2025-09-11 10:24:25 TP0] Load weight begin. avail mem=77.42 GB",
+             "[2025-09-11 10:25:33 TP0] Load weight end. type=Grok1ForCausalLM, dtype=torch.bfloat16, "
+             "avail mem=40.69 GB, mem usage=36.73 GB.", *kv,
+             "[2025-09-11 10:26:05] The server is fired up and ready to roll!"]
+    (tmp_path / "grok.log").write_text("\n".join(lines) + "\n")
+    (run,) = api.runs(ingested(tmp_path / "grok.log")).to_dict("records")
+    assert (run["ranks"], run["tp_size"], run["kv_tokens"], run["weights_gib_per_rank"]) == (8, 8, 903439, 36.73)
+
+
 def test_crashed_start_is_a_failed_run_with_its_error(ingested) -> None:
     name = "mattbucci__2x-3090-GA102-300-A1-sglang-inference__benchmarks__glm-air-probe-2026-06-11__server-a2-tail.log"
     con = ingested(shared_path("corpus", "sglang", name))
