@@ -10,8 +10,9 @@
 -- the run never allocated a pool, or, for an out-of-memory at start, the reserve that mem_fraction_static
 -- holds back against what was left after the weights). HiCache host pools are in decimal GB as logged, and in GiB.
 --
--- The 'all ranks' row sums what adds up across ranks (GiB and GB on each rank's device or host);
--- per-rank invariants are not summed: `kv_tokens` is left empty (every rank's pool holds its own
+-- The 'all ranks' row sums what adds up across ranks (GiB and GB on each rank's device or host), where
+-- every rank logged it (some releases log the weights and the CUDA graphs on TP0 only: their sum over the
+-- ranks that did would pass for the launch's); per-rank invariants are not summed: `kv_tokens` is left empty (every rank's pool holds its own
 -- share of the same tokens) and `mem_fraction_static` and `host_free_gb` are the ranks' common value.
 -- Columns: source, run, rank, weights_gib as weights GiB, kv_tokens as KV tokens, kv_gib as KV GiB,
 --     host_cache_gb as host GB, kv_formula_gib as KV formula GiB, kv_gap_gib as gap GiB, kv_gap_cause as gap cause
@@ -26,8 +27,15 @@ WITH selected AS (
     WHERE chosen_source(s.display, s.path, $source)
       AND chosen(r.ordinal, $run)
 ),
+rank_keys AS (  -- every rank that logged its weights or its KV pool: some releases log the weights on TP0 only
+    SELECT source_id, run, rank, any_value(dp) AS dp, any_value(pp) AS pp, any_value(tp) AS tp
+    FROM (SELECT source_id, run, rank, dp, pp, tp FROM weight_loads_by_run
+          UNION ALL SELECT source_id, run, rank, dp, pp, tp FROM kv_cache_by_run
+          WHERE kind IN ('kv_cache_allocated', 'mamba_cache_allocated'))
+    GROUP BY ALL
+),
 weights AS (
-    SELECT source_id, run, rank, any_value(dp) AS dp, any_value(pp) AS pp, any_value(tp) AS tp,
+    SELECT source_id, run, rank,
         max(avail_mem_gib) FILTER (kind = 'load_weight_begin' AND model_role = 'target') AS before_load_gib,
         max(mem_usage_gib) FILTER (kind = 'load_weight_end' AND model_role = 'target') AS weights_gib,
         max(avail_mem_gib) FILTER (kind = 'load_weight_end' AND model_role = 'target') AS after_weights_gib,
@@ -58,30 +66,44 @@ capacity AS (
     FROM capacity_by_run GROUP BY ALL
 ),
 per_rank AS (
-    SELECT sel.source, sel.source_id, sel.ordinal AS run, w.rank, w.dp, w.pp, w.tp, sel.max_total_tokens,
+    SELECT sel.source, sel.source_id, sel.ordinal AS run, r.rank, r.dp, r.pp, r.tp, sel.max_total_tokens,
         w.before_load_gib, w.weights_gib, w.after_weights_gib, sel.mem_fraction_static,
         w.before_load_gib * (1 - sel.mem_fraction_static) AS reserve_gib,
         w.after_weights_gib - w.before_load_gib * (1 - sel.mem_fraction_static) AS kv_formula_gib,
         p.tokens AS kv_tokens, kv.kv_gib, kv.mamba_state_gib, w.draft_weights_gib, kv.draft_kv_gib, g.cuda_graph_gib,
-        coalesce(CASE WHEN w.rank = '' OR w.tp = 0 THEN c.available_gpu_mem_gib END, g.after_graphs_gib)
+        coalesce(CASE WHEN r.rank = '' OR r.tp = 0 THEN c.available_gpu_mem_gib END, g.after_graphs_gib)
             AS final_available_gib,
         h.host_cache_gb, h.host_cache_gb * 1e9 / 2^30 AS host_cache_gib, h.host_requested_gb, h.host_free_gb
     FROM selected AS sel
-    JOIN weights AS w ON w.source_id = sel.source_id AND w.run = sel.ordinal
-    LEFT JOIN kv ON kv.source_id = w.source_id AND kv.run = w.run AND kv.rank = w.rank
-    LEFT JOIN kv_pools AS p ON p.source_id = w.source_id AND p.run = w.run AND p.rank = w.rank
-    LEFT JOIN graphs AS g ON g.source_id = w.source_id AND g.run = w.run AND g.rank = w.rank
-    LEFT JOIN host AS h ON h.source_id = w.source_id AND h.run = w.run AND h.rank = w.rank
-    LEFT JOIN capacity AS c ON c.source_id = w.source_id AND c.run = w.run
+    JOIN rank_keys AS r ON r.source_id = sel.source_id AND r.run = sel.ordinal
+    LEFT JOIN weights AS w ON w.source_id = r.source_id AND w.run = r.run AND w.rank = r.rank
+    LEFT JOIN kv ON kv.source_id = r.source_id AND kv.run = r.run AND kv.rank = r.rank
+    LEFT JOIN kv_pools AS p ON p.source_id = r.source_id AND p.run = r.run AND p.rank = r.rank
+    LEFT JOIN graphs AS g ON g.source_id = r.source_id AND g.run = r.run AND g.rank = r.rank
+    LEFT JOIN host AS h ON h.source_id = r.source_id AND h.run = r.run AND h.rank = r.rank
+    LEFT JOIN capacity AS c ON c.source_id = r.source_id AND c.run = r.run
 ),
-with_totals AS (
+with_totals AS (  -- a sum only where every rank has the figure
     SELECT *, 0 AS is_total FROM per_rank
     UNION ALL
     SELECT any_value(source), source_id, run, 'all ranks', NULL, NULL, NULL, any_value(max_total_tokens),
-        sum(before_load_gib), sum(weights_gib), sum(after_weights_gib), any_value(mem_fraction_static),
-        sum(reserve_gib), sum(kv_formula_gib), NULL, sum(kv_gib), sum(mamba_state_gib),
-        sum(draft_weights_gib), sum(draft_kv_gib), sum(cuda_graph_gib), sum(final_available_gib),
-        sum(host_cache_gb), sum(host_cache_gib), sum(host_requested_gb), any_value(host_free_gb), 1
+        CASE WHEN count(before_load_gib) = count(*) THEN sum(before_load_gib) END,
+        CASE WHEN count(weights_gib) = count(*) THEN sum(weights_gib) END,
+        CASE WHEN count(after_weights_gib) = count(*) THEN sum(after_weights_gib) END,
+        any_value(mem_fraction_static),
+        CASE WHEN count(reserve_gib) = count(*) THEN sum(reserve_gib) END,
+        CASE WHEN count(kv_formula_gib) = count(*) THEN sum(kv_formula_gib) END,
+        NULL,
+        CASE WHEN count(kv_gib) = count(*) THEN sum(kv_gib) END,
+        CASE WHEN count(mamba_state_gib) = count(*) THEN sum(mamba_state_gib) END,
+        CASE WHEN count(draft_weights_gib) = count(*) THEN sum(draft_weights_gib) END,
+        CASE WHEN count(draft_kv_gib) = count(*) THEN sum(draft_kv_gib) END,
+        CASE WHEN count(cuda_graph_gib) = count(*) THEN sum(cuda_graph_gib) END,
+        CASE WHEN count(final_available_gib) = count(*) THEN sum(final_available_gib) END,
+        CASE WHEN count(host_cache_gb) = count(*) THEN sum(host_cache_gb) END,
+        CASE WHEN count(host_cache_gib) = count(*) THEN sum(host_cache_gib) END,
+        CASE WHEN count(host_requested_gb) = count(*) THEN sum(host_requested_gb) END,
+        any_value(host_free_gb), 1
     FROM per_rank GROUP BY source_id, run
 )
 SELECT source, run, rank,
@@ -102,6 +124,9 @@ SELECT source, run, rank,
                  || ' GiB left after them, so the formula gives the pool ' || round(kv_formula_gib, 2)
                  || ' GiB and SGLang refused to start (raise mem_fraction_static or free memory)'
         WHEN kv_gib IS NULL THEN 'no KV pool: the run ended before allocating it'
+        WHEN kv_formula_gib IS NULL AND weights_gib IS NULL AND kv_gib IS NOT NULL
+            THEN CASE WHEN is_total = 1 THEN 'no formula: not every rank logged its weight-load figures'
+                      ELSE 'no formula: this rank logged no weight-load figures' END
         WHEN kv_formula_gib IS NULL THEN 'no formula: mem_fraction_static or the weight-load figures are missing'
         WHEN abs(kv_formula_gib - kv_gib) <= greatest(0.05, 0.01 * kv_gib) THEN 'matches the formula'
         WHEN max_total_tokens IS NOT NULL AND kv_gib < kv_formula_gib

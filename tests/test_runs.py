@@ -103,7 +103,7 @@ def test_multi_rank_start_budget_adds_up(ingested) -> None:
     assert (run["ranks"], run["weights_seconds"], run["kv_tokens"], run["end_reason"]) == (2, 24.17, 139814, "running")
 
 
-def test_ranks_count_every_rank_that_logged_a_start_up_line(tmp_path: Path, ingested) -> None:
+def test_ranks_and_budget_count_every_rank_that_logged_a_start_up_line(tmp_path: Path, ingested) -> None:
     """v0.5.2 as a TP=8 Grok-2 server wrote it: `Init torch distributed` on TP0 only, then each rank's KV pool.
     The run was one rank, its summary "(1 rank)"."""
     kv = [f"[2025-09-11 10:25:43 TP{r}] KV Cache is allocated. #tokens: 903439, K size: 13.79 GB, V size: 13.79 GB"
@@ -117,8 +117,16 @@ def test_ranks_count_every_rank_that_logged_a_start_up_line(tmp_path: Path, inge
              "avail mem=40.69 GB, mem usage=36.73 GB.", *kv,
              "[2025-09-11 10:26:05] The server is fired up and ready to roll!"]
     (tmp_path / "grok.log").write_text("\n".join(lines) + "\n")
-    (run,) = api.runs(ingested(tmp_path / "grok.log")).to_dict("records")
+    con = ingested(tmp_path / "grok.log")
+    (run,) = api.runs(con).to_dict("records")
     assert (run["ranks"], run["tp_size"], run["kv_tokens"], run["weights_gib_per_rank"]) == (8, 8, 903439, 36.73)
+    # The memory budget has a row for each of the 8 pools, and sums only what every rank logged: the KV pools,
+    # not TP0's weights (the budget had TP0's row alone, and TP0's figures as the launch's).
+    budget = api.query(con, "memory-budget").set_index("rank")
+    assert list(budget.index) == [f"TP{r}" for r in range(8)] + ["all ranks"]
+    assert budget.loc["TP1", "kv_gap_cause"] == "no formula: this rank logged no weight-load figures"
+    total = budget.loc["all ranks"]
+    assert total.kv_gib == 220.64 and pd.isna(total.weights_gib) and pd.isna(total.kv_formula_gib)
 
 
 def test_crashed_start_is_a_failed_run_with_its_error(ingested) -> None:
