@@ -41,6 +41,14 @@ FAMILIES: tuple[Family, ...] = (
             "c10::Error: NPU out of memory. Tried to allocate 4.00 GiB (NPU 4; 61.27 GiB total capacity)",
             "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
             "Current value: self.server_args.mem_fraction_static=0.36")),
+    Family("port_in_use", "port conflict",
+           r"[Aa]ddress already in use|EADDRINUSE|error while attempting to bind on address"
+           r"|at \d+ is not available in \d+ seconds|failed to listen on any local network address",
+           ("ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 30000): address already in use",
+            "zmq.error.ZMQError: Address already in use (addr='tcp://127.0.0.1:30235')",
+            "ValueError: server_args.port at 30000 is not available in 30 seconds.",
+            "torch.distributed.DistNetworkError: The server socket has failed to listen on any local network "
+            "address. port: 29500, useIPv6: 0, code: -98, name: EADDRINUSE, message: address already in use")),
     Family("communication", "communication set-up",
            r"NCCL error|ncclInternalError|ncclSystemError|ncclUnhandledCudaError|ncclRemoteError"
            r"|NCCL WARN .*(?:failed|error|Error)|DistBackendError|ProcessGroupNCCL.*(?:Watchdog|timed out)"
@@ -104,7 +112,7 @@ CONSEQUENCE_EXAMPLES = (
 # A library's fatal line outside any traceback: these are read from the lines themselves, since
 # NVSHMEM and NCCL print them with no SGLang prefix and no traceback around them.
 # (NVSHMEM's `init failed for transport: IBGDA` is no such line: it goes on to the next transport.)
-FATAL_LINE = (r"is not accessible, exiting|building transport map failed"
+FATAL_LINE = (r"is not accessible, exiting|building transport map failed|error while attempting to bind on address"
               r"|Unable to initialize any transports|nvshmem detect topo failed|NCCL WARN .*(?:failed|Error)"
               r"|HCCL function error|\[(?:ERROR|FATAL)\].*(?:HCCL|hccl|NCCL|nccl|RCCL)"
               r"|watchdog timeout|Watchdog caught collective operation timeout|^Killed$")
@@ -114,6 +122,8 @@ FATAL_LINE_EXAMPLES = (
     "[rank3]:[E1203 10:02:11.123456 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective operation "
     "timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.",
     "Killed",
+    "[2026-03-01 10:00:56] ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 30000): "
+    "address already in use",
 )
 
 # Exit-time lines that show the process ended (a child's semaphore left behind when its parent was killed)

@@ -88,6 +88,22 @@ def test_a_decode_worker_that_never_prints_ready_is_ready_at_its_first_batch_and
             "of req 7f3a failed: mooncake transfer status -1” (line 19)") in text
 
 
+@pytest.mark.parametrize(("name", "row", "words"), [
+    # The previous server still holds the HTTP port: uvicorn's one error line, after a whole load. It was "still
+    # warming up when the log ends".
+    ("port_in_use_http.log", [1, 1, 1, None, "failed", "port_in_use", 14, 0, "warmup"],
+     "port conflict failure, “ERROR: [Errno 98] error while attempting to bind on address ('0.0.0.0', 30000): "
+     "address already in use” (line 14)"),
+    # A prefill worker whose scheduler cannot bind its ZMQ port (another leg's derived port).
+    ("port_in_use_zmq.log", [1, 1, 1, None, "failed", "port_in_use", 4, 1, "distributed init"],
+     "port conflict failure on TP1, “zmq.error.ZMQError: Address already in use (addr='tcp://127.0.0.1:30235')”"),
+])
+def test_a_port_another_process_holds_is_the_cause(ingested, name: str, row: list, words: str) -> None:
+    con = ingested(DATA / name)
+    assert runs_of(con) == [row]
+    assert words in report_text(con)
+
+
 def test_a_hang_killed_from_outside_ended_with_no_shutdown_line(ingested) -> None:
     con = ingested(DATA / "hang_killed.log")
     assert runs_of(con) == [[1, 1, 1, "ready_line", "ended", "killed", 12, 0, None]]
