@@ -30,6 +30,11 @@ PREFIX = re.compile(
 )
 BARE_UVICORN = re.compile(rf"(?P<uvlevel>{LEVEL_NAMES}):\s{{2,}}")
 RAY_PREFIX = re.compile(r"\((?:\w+) pid=\d+(?:, ip=[\d.]+)?\) ")
+# torch.distributed's `[rank1]: ` before each line of a rank's traceback (torchrun, an RL trainer's rollout
+# engines): the launcher's global rank, not SGLang's TP rank, so it is left out like Ray's actor tag. Its C++
+# log lines (`[rank1]:[W104 ...]`, no space) are the `torch_log` pattern's, which keeps that rank.
+TORCH_RANK_PREFIX = re.compile(r"\[rank\d+\]: ")
+LAUNCHER_PREFIX = re.compile(rf"(?:{RAY_PREFIX.pattern})?(?:{TORCH_RANK_PREFIX.pattern})?")
 RANK_TAG = re.compile(rf"({TAG_NAMES})(\d+)")
 
 
@@ -45,10 +50,8 @@ class Prefix:
 
 def parse_prefix(message: str) -> tuple[Prefix | None, str]:
     """Split `[2026-03-01 23:45:58 TP0] body` into the prefix and the body (None when absent)."""
-    if message.startswith("("):
-        ray = RAY_PREFIX.match(message)
-        if ray:
-            message = message[ray.end():]
+    if message.startswith(("(", "[rank")):
+        message = message[LAUNCHER_PREFIX.match(message).end():]
     if not message.startswith("["):
         bare = BARE_UVICORN.match(message)
         if bare:
@@ -78,7 +81,7 @@ class Prefixes:
 
 PREFIX_RE2 = f"^(?P<_head>{PREFIX.pattern})"
 BARE_UVICORN_RE2 = f"^(?:{BARE_UVICORN.pattern})(?P<_body>.*)"
-RAY_PREFIX_RE2 = f"^{RAY_PREFIX.pattern}"
+LAUNCHER_PREFIX_RE2 = f"^{LAUNCHER_PREFIX.pattern}"
 PREFIX_FIELDS = ("date", "time", "ms", "level", "logger")
 
 
@@ -86,10 +89,12 @@ def parse_prefixes(messages: pa.StringArray, ascii_rows: np.ndarray) -> Prefixes
     """`parse_prefix` over a block: by position where the bracket has its usual shape, else with RE2;
     non-ASCII rows go through `parse_prefix` itself."""
     slow = np.nonzero(~ascii_rows)[0]
-    ray = np.nonzero(pc.starts_with(messages, "(").to_numpy(zero_copy_only=False) & ascii_rows)[0]
-    if len(ray):
-        stripped = pc.replace_substring_regex(messages.take(pa.array(ray)), RAY_PREFIX_RE2, "", max_replacements=1)
-        messages = patch(messages, ray, stripped)
+    launched = flags(pc.or_(pc.starts_with(messages, "("), pc.starts_with(messages, "[rank")))
+    outer = np.nonzero(launched & ascii_rows)[0]
+    if len(outer):
+        stripped = pc.replace_substring_regex(messages.take(pa.array(outer)), LAUNCHER_PREFIX_RE2, "",
+                                              max_replacements=1)
+        messages = patch(messages, outer, stripped)
     prefixed, cols, head_len = _bracket_prefixes(messages, ascii_rows)
     todo = np.nonzero(ascii_rows & ~prefixed & flags(pc.starts_with(messages, "[")))[0]
     if len(todo):

@@ -104,6 +104,25 @@ def test_a_port_another_process_holds_is_the_cause(ingested, name: str, row: lis
     assert words in report_text(con)
 
 
+@pytest.mark.parametrize(("name", "family", "last_lines"), [
+    ("torch_rank_prefix.log", "communication",
+     ["torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp"]),
+    # Two ranks' tracebacks line by line: one error each, the first the cause.
+    ("torch_rank_prefix_interleaved.log", "device_memory", ["torch.OutOfMemoryError: CUDA out of memory. Tried to "
+                                                            "allocate 2.00 GiB. GPU 0", "torch.OutOfMemoryError: CUDA "
+                                                            "out of memory. Tried to allocate 2.00 GiB. GPU 1"]),
+])
+def test_torch_rank_prefixed_tracebacks_are_errors_with_their_cause(ingested, name: str, family: str,
+                                                                    last_lines: list[str]) -> None:
+    """torch.distributed writes `[rank1]: ` before each line of a rank's traceback: the run failed at
+    "[rank1]: Traceback (most recent call last):", an error of one line in no family."""
+    con = ingested(DATA / name)
+    assert runs_of(con, "end_reason", "cause_family", "cause_line_no") == [["failed", family, 4]]
+    errors = api.query(con, "errors")
+    assert [text[:len(start)] for text, start in zip(errors["last_line"], last_lines, strict=True)] == last_lines
+    assert errors["role"].tolist() == ["cause"] + ["consequence"] * (len(last_lines) - 1)
+
+
 def test_a_hang_killed_from_outside_ended_with_no_shutdown_line(ingested) -> None:
     con = ingested(DATA / "hang_killed.log")
     assert runs_of(con) == [[1, 1, 1, "ready_line", "ended", "killed", 12, 0, None]]
