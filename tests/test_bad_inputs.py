@@ -74,6 +74,22 @@ def test_a_transcript_on_standard_input_is_refused_not_read_as_a_crashing_server
     assert not db.exists()  # nothing was stored: no database was made
 
 
+def test_a_utf16_log_is_named_for_what_it_is_and_costs_no_other_input(tmp_path: Path) -> None:
+    """PowerShell's `docker logs sglang > server.log` writes UTF-16: it was "binary data, not a log"."""
+    text = JOURNAL.read_text()
+    (tmp_path / "bom.log").write_bytes(b"\xff\xfe" + text.encode("utf-16-le"))
+    (tmp_path / "plain.log").write_bytes(text.encode("utf-16-be"))
+    result = subprocess.run([sys.executable, "-m", "logmine", "ingest", str(JOURNAL), str(tmp_path / "bom.log"),
+                             str(tmp_path / "plain.log"), "--db", str(tmp_path / "t.duckdb")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert "journal.txt: new, journal-short, 1,205 lines, 0 untyped" in result.stdout
+    assert sorted(result.stderr.strip().splitlines()) == [
+        f"logmine: {tmp_path}/{name}:1: UTF-16 text (as PowerShell's `>` writes it), not UTF-8: convert it first, "
+        f"e.g. `iconv -f UTF-16 -t UTF-8 {tmp_path}/{name} > {tmp_path}/{name}.utf8`"
+        for name in ("bom.log", "plain.log")]
+
+
 def test_a_40_mb_line_costs_no_other_input(tmp_path: Path) -> None:
     """Runs and templates are found over whole values: a 40 MB line ran DuckDB out of the appends' memory
     bound there, and the whole ingest, the other journal included, was lost."""

@@ -50,6 +50,7 @@ from ..inputs.sources import (
     fingerprint,
     iter_line_blocks,
     looks_binary,
+    looks_utf16,
     open_bytes,
     per_rank_file,
     read_range,
@@ -398,6 +399,9 @@ def plan_parse(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
     kept from the last ingest when resuming), and the stream opened there."""
     stream = PeekableStream(open_bytes(inp, start_offset), inp.display)
     try:
+        if start_offset == 0 and looks_utf16(stream.head):
+            raise InputError(f"{inp.display}:1: UTF-16 text (as PowerShell's `>` writes it), not UTF-8: convert it "
+                             f"first, e.g. `iconv -f UTF-16 -t UTF-8 {inp.display} > {inp.display}.utf8`")
         if start_offset == 0 and envelope is None and looks_binary(stream.head):
             raise InputError(f"{inp.display}:1: binary data, not a log (use --format plain to force)")
         if inp.path == "-" and envelope is None and (transcript := _transcript_format(stream.head)):

@@ -445,6 +445,18 @@ def decode(raw: bytes) -> tuple[str, bool]:
     return text, bad
 
 
+def looks_utf16(head: bytes) -> bool:
+    """A UTF-16 text, as Windows PowerShell's `>` writes a command's output: its byte-order mark, or the NUL
+    byte of every other byte that ASCII text has in it."""
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return True
+    sample = head[:4096]
+    if len(sample) < 64:
+        return False
+    most = len(sample) * 0.45  # nine in ten of the odd (little-endian) or even (big-endian) bytes
+    return sample[1::2].count(0) > most or sample[0::2].count(0) > most
+
+
 def looks_binary(head: bytes) -> bool:
     """More than 1% NUL bytes, more than 10% control characters, or more than 20% of bytes that are no
     text (control characters, or bytes that are not UTF-8): not a log. Random bytes are nearly half no
