@@ -97,8 +97,8 @@ def first_part() -> Journal:
 
 
 def second_part(j: Journal) -> Journal:
-    """Runs 3 and 4 come within minutes of the first two (a restart loop); run 3's HiCache host pool does not
-    fit the host's free memory."""
+    """Runs 3, 4 and 5 come within minutes of the first two (a restart loop); run 3's HiCache host pool does not
+    fit the host's free memory; run 5 loads and cannot bind its port, which another process holds."""
     j.lines = []
     j.at(20).start(1003, seed=3, weights_s=30)
     j.at(1).server(1003, "KV Cache is allocated. #tokens: 400000, K size: 24.41 GB, V size: 24.41 GB")
@@ -107,12 +107,16 @@ def second_part(j: Journal) -> Journal:
     j.fail()
     j.at(20).start(1004, seed=4, weights_s=30)
     j.fail()
+    j.at(20).start(1005, seed=5, weights_s=30)
+    j.at(1).server(1005, "ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 30000): "
+                         "address already in use", rank=None)
+    j.fail()
     return j
 
 
 EXPECTED = {"token-usage-high": 1, "retraction-storm": 1, "new-untyped-template": 1, "watchdog": 1,
             "child-sigquit": 1, "slow-startup-phase": 1, "oom-while-starting": 1, "restart-loop": 1,
-            "hicache-host-memory": 1}
+            "hicache-host-memory": 1, "start-failed": 1}
 
 
 def test_every_builtin_rule_fires_once_per_condition_on_every_sink(tmp_path: Path) -> None:
@@ -152,6 +156,9 @@ def test_every_builtin_rule_fires_once_per_condition_on_every_sink(tmp_path: Pat
     assert by_rule["hicache-host-memory"]["data"]["free_gb"] == 120.5
     assert by_rule["slow-startup-phase"]["data"]["phase"] == "weights"
     assert by_rule["restart-loop"]["data"]["run"] == 3
+    assert by_rule["start-failed"]["message"] == (
+        f"run 5 of {journal} failed while starting (port in use): ERROR:    [Errno 98] error while attempting to "
+        "bind on address ('0.0.0.0', 30000): address already in use")
     assert by_rule["token-usage-high"]["data"]["seconds"] >= 60
     assert "Frobnicator" in by_rule["new-untyped-template"]["evidence_text"]
     for alert in file_alerts:
