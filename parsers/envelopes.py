@@ -36,9 +36,14 @@ UNIX = re.compile(r"(?P<epoch>\d{9,11})(?:\.(?P<frac>\d{1,6}))? " + IDENT)
 FULL = re.compile(r"(?P<dow>[A-Z][a-z]{2}) (?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,6}))? "
                   r"(?P<zone>[A-Z]{2,5}|[+-]\d\d:?\d\d) " + IDENT)
 MONOTONIC = re.compile(r"\[\s*(?P<mono>\d+\.\d+)\] " + IDENT)
-# `docker logs -t` and other tools put an RFC 3339 or `date time` stamp before the message.
+# `docker logs -t` and other tools put an RFC 3339 or `date time` stamp and one space before the line, which may
+# itself begin with spaces (a traceback's frames).
 STAMPED = re.compile(r"(?P<date>\d{4}-\d\d-\d\d)[T ](?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))?"
-                     r"(?P<tz>Z|[+-]\d\d:?\d\d)? (?=\S)")
+                     r"(?P<tz>Z|[+-]\d\d:?\d\d)? ")
+# `kubectl logs --prefix` (several pods or containers at once: `-l app=sglang`, `--all-containers`): the pod and
+# container before each line, then the line, behind kubelet's RFC 3339 stamp where `--timestamps` asked for it.
+KUBECTL = re.compile(r"\[pod/(?P<host>[^/\]\s]+)/(?P<ident>[^\]\s]+)\] (?:(?P<date>\d{4}-\d\d-\d\d)T"
+                     r"(?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))?(?P<tz>Z|[+-]\d\d:?\d\d)? )?")
 SGLANG_DATE = re.compile(r"\[(?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)")
 JOURNAL_HEADER_YEAR = re.compile(r"-- (?:Logs begin at|Journal begins at) \w+ (?P<year>\d{4})-")
 
@@ -91,7 +96,7 @@ DYNAMO_FORMATS: tuple[EnvelopeFormat, ...] = (
 RANKLESS_FORMATS = frozenset(f.name for f in DYNAMO_FORMATS if f.drops_ranks)
 
 FORMATS = ("journal-short", "journal-iso", "journal-full", "journal-unix", "journal-monotonic", "journal-json",
-           "dynamo", "dynamo-jsonl", "stamped", "plain")
+           "dynamo", "dynamo-jsonl", "stamped", "kubectl", "plain")
 
 
 @dataclass
@@ -143,6 +148,11 @@ def _short_time(m: re.Match[str], ctx: TimeContext) -> str:
 
 def _dated_time(m: re.Match[str], ctx: TimeContext) -> str:
     return f"{m['date']} {m['time']}{_fraction(m['frac'])}"
+
+
+def _stamp_time(m: re.Match[str], ctx: TimeContext) -> str | None:
+    """The envelope's stamp where it has one (an optional group)."""
+    return _dated_time(m, ctx) if m["date"] else None
 
 
 def _epoch_time(m: re.Match[str], ctx: TimeContext) -> str | None:
@@ -255,6 +265,7 @@ READERS: dict[str, Callable[[str, TimeContext], Envelope]] = {
     "dynamo": read_dynamo,
     "dynamo-jsonl": read_dynamo_json,
     "stamped": regex_reader(STAMPED, _dated_time),
+    "kubectl": regex_reader(KUBECTL, _stamp_time),
     "plain": read_plain,
 }
 
@@ -452,7 +463,8 @@ def detect_format(sample: Iterable[str]) -> str:
     counts = {name: sum(1 for ln in lines if rx.match(ANSI.sub("", ln) if name == "dynamo" else ln))
               for name, rx in (("dynamo", DYNAMO), ("journal-short", SHORT), ("journal-iso", ISO),
                                ("journal-full", FULL),
-                               ("journal-unix", UNIX), ("journal-monotonic", MONOTONIC), ("stamped", STAMPED))}
+                               ("journal-unix", UNIX), ("journal-monotonic", MONOTONIC), ("stamped", STAMPED),
+                               ("kubectl", KUBECTL))}
     best = max(counts, key=lambda k: counts[k])
     return best if counts[best] >= len(lines) * 0.3 else "plain"
 

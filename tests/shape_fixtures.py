@@ -173,6 +173,19 @@ def as_sglang(records: list[Record]) -> list[str]:
     return out
 
 
+def as_docker_stamped(records: list[Record]) -> list[str]:
+    """`docker logs -t` (and `kubectl logs --timestamps`): an RFC 3339 stamp and one space before each line,
+    a traceback's indented frames too."""
+    return [f"{r.at:%Y-%m-%dT%H:%M:%S.%f}123Z {line}" for r, line in zip(records, as_sglang(records), strict=True)]
+
+
+def as_kubectl(records: list[Record], stamps: bool = False) -> list[str]:
+    """`kubectl logs --prefix` of the server's pod: SGLang's own lines behind `[pod/NAME/CONTAINER] `, and with
+    `--timestamps` behind kubelet's RFC 3339 stamp (nanoseconds) too."""
+    return [f"[pod/sglang-0/sglang] {f'{r.at:%Y-%m-%dT%H:%M:%S.%f}123Z ' if stamps else ''}{line}"
+            for r, line in zip(records, as_sglang(records), strict=True)]
+
+
 def as_dynamo(records: list[Record]) -> list[str]:
     """Dynamo's readable line; the rank tag is gone, raw stderr lines stay as they were."""
     return [r.message if r.raw else f"{r.at:%Y-%m-%dT%H:%M:%S.%f}Z {r.level:>5} {r.target}: {r.message}"

@@ -24,8 +24,10 @@ from .shape_fixtures import (
     KV_GIB_PER_RANK,
     TP,
     WEIGHTS_GIB_PER_RANK,
+    as_docker_stamped,
     as_dynamo,
     as_dynamo_jsonl,
+    as_kubectl,
     as_sglang,
     figures,
     launch_records,
@@ -33,7 +35,8 @@ from .shape_fixtures import (
     write_per_rank_folder,
 )
 
-WRITERS = {"sglang": as_sglang, "dynamo": as_dynamo, "dynamo-jsonl": as_dynamo_jsonl}
+WRITERS = {"sglang": as_sglang, "dynamo": as_dynamo, "dynamo-jsonl": as_dynamo_jsonl, "kubectl": as_kubectl,
+           "kubectl --timestamps": lambda records: as_kubectl(records, stamps=True), "docker -t": as_docker_stamped}
 def ingest(tmp_path: Path, paths: list[Path]) -> duckdb.DuckDBPyConnection:
     db = tmp_path / "t.duckdb"
     api.ingest([str(p) for p in paths], db=db)
@@ -80,6 +83,29 @@ def test_dynamo_shapes_give_the_tables_of_sglangs_own_format(by_shape: dict, sha
     assert by_shape[shape]["figures"] == by_shape["sglang"]["figures"]
     assert by_shape[shape]["untyped"] == 0
     assert by_shape[shape]["errors"] == by_shape["sglang"]["errors"] == [("torch.OutOfMemoryError", "oom", 6)]
+
+
+@pytest.mark.parametrize(("shape", "envelope"), [("kubectl", "kubectl"), ("kubectl --timestamps", "kubectl"),
+                                                 ("docker -t", "stamped")])
+def test_container_logs_give_the_tables_of_sglangs_own_format(by_shape: dict, shape: str, envelope: str) -> None:
+    """`kubectl logs -l app=sglang --prefix` puts the pod before each line: every line was untyped, and the
+    ready server "still capturing CUDA graphs when the log ends". Behind `docker logs -t`'s stamp a traceback's
+    indented frames kept the stamp in their text: untyped, and the error four lines short."""
+    assert by_shape[shape]["format"] == envelope
+    assert by_shape[shape]["figures"] == by_shape["sglang"]["figures"]
+    assert by_shape[shape]["untyped"] == 0
+    assert by_shape[shape]["errors"] == [("torch.OutOfMemoryError", "oom", 6)]
+
+
+def test_kubectl_prefix_names_the_pod_and_container() -> None:
+    lines = ["[pod/sglang-leader-0/sglang] [2026-03-01 22:41:12 TP0] Load weight begin. avail mem=78.64 GB",
+             "[pod/sglang-worker-0/sglang] 2026-03-01T22:41:12.123456789Z [2026-03-01 22:41:12 TP8] x"]
+    assert detect_format(lines) == "kubectl"
+    leader, worker = (READERS["kubectl"](line, TimeContext(2026)) for line in lines)
+    assert (leader.host, leader.ident, leader.ts, leader.message) == \
+        ("sglang-leader-0", "sglang", None, "[2026-03-01 22:41:12 TP0] Load weight begin. avail mem=78.64 GB")
+    assert (worker.host, worker.ts, worker.message) == \
+        ("sglang-worker-0", "2026-03-01 22:41:12.123456", "[2026-03-01 22:41:12 TP8] x")
 
 
 def test_dynamo_jsonl_keeps_the_trace_context(by_shape: dict) -> None:
