@@ -108,6 +108,25 @@ def test_kubectl_prefix_names_the_pod_and_container() -> None:
         ("sglang-worker-0", "2026-03-01 22:41:12.123456", "[2026-03-01 22:41:12 TP8] x")
 
 
+def test_two_pods_interleaved_in_one_file_are_said_to_fold_together(tmp_path: Path) -> None:
+    """`kubectl logs -l app=sglang --prefix` of a 2-node launch: runs are read per file, so the leader's and
+    the worker's launches fold into one another. The summary told it as two starts, the first "ended", and a
+    configuration change node_rank 0 -> 1, with nothing to say it could be wrong."""
+    lines = []
+    for pod, node in (("leader-0", 0), ("worker-0", 1)):
+        lines.append(f"[pod/sglang-{pod}/sglang] [2026-06-01 10:00:00] server_args=ServerArgs(model_path='m', "
+                     f"tp_size=16, nnodes=2, node_rank={node})")
+        lines += [f"[pod/sglang-{pod}/sglang] [2026-06-01 10:00:10 TP{r}] Init torch distributed begin."
+                  for r in range(8 * node, 8 * node + 8)]
+    lines.insert(9, lines.pop())  # the worker's last line among the leader's
+    con = ingest(tmp_path, [write(tmp_path / "pods.log", lines)])
+    shape, line = con.execute("SELECT shape, first_line_no FROM new_shape").fetchone()
+    assert shape.startswith("lines of 2 hosts interleaved (sglang-leader-0, sglang-worker-0): runs are read per file")
+    assert line == 10
+    summary = api.summary(con)
+    assert summary[1].startswith("Read with care: lines of 2 hosts interleaved"), summary
+
+
 def test_dynamo_jsonl_keeps_the_trace_context(by_shape: dict) -> None:
     traces = by_shape["dynamo-jsonl"]["traces"]
     assert len(traces) == 14  # the prefill and decode line of each of the 7 requests

@@ -1,11 +1,13 @@
 """Format drift, said out loud: a log whose lines logmine mostly cannot type gets a `new_shape` row.
 
-Two cases. A file in no envelope logmine knows, whose lines carry no SGLang prefix either, is a format
+Three cases. A file in no envelope logmine knows, whose lines carry no SGLang prefix either, is a format
 logmine does not know ("lines look like JSON objects with keys time, level, target, message: not a format
 logmine knows"). A file in a known envelope (or SGLang's own prefix) whose messages no pattern or
 catalogue entry types is a new release or a new writer ("... lines hold messages logmine does not
 type"). Either way the lines are stored, untyped; the row names the shape they take (`line_shapes`),
-the ingest summary prints it and the report shows it.
+the ingest summary prints it and the report shows it. The third is a file of several hosts' lines interleaved
+(`kubectl logs --prefix` of a leader pod and its workers, a journal merged from two machines): runs are read
+per file, so the hosts' launches fold into one another, and the row says so.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ def rebuild_new_shapes(con: duckdb.DuckDBPyConnection) -> None:
     execute(con, 'DROP TABLE IF EXISTS "new_shape"')
     create_table(con, "new_shape", NEW_SHAPE_COLUMNS)
     counts = execute(con, """
-        SELECT l.source_id, s.envelope, count(*) AS lines, count(*) FILTER (l.prefixed) AS prefixed
+        SELECT l.source_id, s.envelope, count(*) AS lines, count(*) FILTER (l.prefixed) AS prefixed,
+               count(DISTINCT l.host) AS hosts
         FROM lines AS l JOIN sources AS s USING (source_id)
         WHERE s.kind = 'log'
         GROUP BY ALL ORDER BY l.source_id""")
@@ -39,7 +42,9 @@ def rebuild_new_shapes(con: duckdb.DuckDBPyConnection) -> None:
     untyped_of = dict(execute(con, """
         SELECT source_id, count(*) FROM lines WHERE kind IS NULL AND trim(message) <> '' GROUP BY ALL"""))
     rows = []
-    for source_id, envelope, lines, prefixed in counts:
+    for source_id, envelope, lines, prefixed, hosts in counts:
+        if hosts > 1:
+            rows.append(_interleaved_hosts(con, source_id, envelope, lines, hosts))
         untyped = untyped_of.get(source_id, 0)
         if untyped < max(DRIFT_MIN_LINES, DRIFT_SHARE * lines):
             continue
@@ -56,3 +61,17 @@ def rebuild_new_shapes(con: duckdb.DuckDBPyConnection) -> None:
     if rows:
         data = pa.table({name: pa.array([r[name] for r in rows]) for name in NEW_SHAPE_COLUMNS})
         append(con, "new_shape", typed_table(data, NEW_SHAPE_COLUMNS), NEW_SHAPE_COLUMNS)
+
+
+def _interleaved_hosts(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str, lines: int,
+                       hosts: int) -> dict[str, object]:
+    """The row of a source whose lines several hosts wrote, cited at the first line of its second host."""
+    names = [name for (name,) in execute(con, "SELECT host FROM lines WHERE source_id = ? AND host IS NOT NULL "
+                                              "GROUP BY host ORDER BY min(line_no) LIMIT 3", [source_id])]
+    line_no, message = execute(con, "SELECT min(line_no), arg_min(message, line_no) FROM lines "
+                                    "WHERE source_id = ? AND host = ?", [source_id, names[1]])[0]
+    shown = ", ".join(names) + (", ..." if hosts > len(names) else "")
+    return {"source_id": source_id, "envelope": envelope, "lines": lines, "untyped": 0, "first_line_no": line_no,
+            "shape": f"lines of {hosts} hosts interleaved ({shown}): runs are read per file, so their launches "
+                     "fold into one another; ingest each host's log on its own (`kubectl logs POD`)",
+            "example": message[:500]}

@@ -1,4 +1,5 @@
-"""New shapes: the logs of the report whose lines logmine mostly could not type, and what they look like."""
+"""New shapes: the logs of the report whose lines logmine mostly could not type, and what they look like, and
+the logs several hosts wrote at once."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ def shapes_section(data: ReportData) -> Section | None:
     shapes = data["new-shapes"]
     if shapes.empty:
         return None
-    blocks = [Text(f"{data.source_name(row.source)}: {row.shape}; {number(row.untyped)} of its "
-                   f"{number(row.lines)} lines are kept untyped (logmine unparsed groups them).",
+    blocks = [Text(f"{data.source_name(row.source)}: {row.shape}"
+                   + (f"; {number(row.untyped)} of its {number(row.lines)} lines are kept untyped (logmine unparsed "
+                      "groups them)." if row.untyped else "."),
                    [data.cite_line(row.source, int(row.line), row.example)])
               for row in shapes.itertuples(index=False)]
     return Section("New shapes", blocks, "new-shapes")

@@ -48,6 +48,10 @@ def source_summary(data: ReportData, source: str, runs: list[pd.Series]) -> list
     what = (f" of {model}" if model else "") + (f" ({plural(ranks, 'rank')}{node_words(first)})" if ranks else "")
     sentences = [Text(f"{plural(len(runs), 'server start')}{what} in {data.source_name(source)}, {span}; "
                       f"{ready} became ready.", data.cite(source, int(first["ordinal"]), "started"))]
+    # What logmine could not read right in this log comes before what it read (`derive/drift.py`).
+    shapes = data["new-shapes"]
+    for shape in shapes[shapes["source"] == source].itertuples(index=False):
+        sentences.append(Text(f"Read with care: {shape.shape}.", [data.cite_line(source, shape.line, shape.example)]))
     for run in runs:
         ordinal = int(run["ordinal"])
         name = first_upper(run_name(data, source, ordinal))
