@@ -411,6 +411,20 @@ def test_a_log_cut_off_after_the_graphs_names_what_its_configuration_loads_next(
     assert f"Run 1 never became ready: it was still {doing} when the log ends." in markdown
 
 
+def test_a_log_with_no_sglang_start_in_it_is_not_said_to_be_initialising(tmp_path: Path) -> None:
+    """SGLang's router logs in Dynamo's shape; its log was a server "still initialising when the log ends"."""
+    lines = ["2026-01-10T12:00:00.123456Z  INFO sglang_router_rs::server: Starting router on 0.0.0.0:8000",
+             "2026-01-10T12:00:00.223456Z  INFO sglang_router_rs::routers::http::pd_router: Added prefill server: "
+             "http://10.0.0.1:30000",
+             "2026-01-10T12:01:10.123456Z ERROR sglang_router_rs::routers::http::pd_router: Decode server error: 502"]
+    (tmp_path / "router.log").write_text("\n".join(lines) + "\n")
+    api.ingest([str(tmp_path / "router.log")], db=tmp_path / "r.duckdb")
+    with api.open_db(tmp_path / "r.duckdb") as con:
+        summary = api.summary(con)
+    assert summary[1] == ("Run 1 never became ready: it logged none of an SGLang server's start-up lines (no server "
+                          "arguments, no weights, no KV pool) before the log ends.")
+
+
 def test_a_report_of_one_source_holds_only_the_sessions_linked_to_its_runs(
         demo_and_kimi: Callable[[], duckdb.DuckDBPyConnection]) -> None:
     """The kimi session changed kimi's server, not the demo's: it has no place in the demo's report."""

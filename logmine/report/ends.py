@@ -91,6 +91,9 @@ def end_story(data: ReportData, run: pd.Series) -> Text:
     reason = run["end_reason"]
     if reason == "running":
         if missing(run["ready_at"]):  # the log ends before it was ready: say how far it got
+            if not logged_a_start(data, run):  # a router's log, another program's: no SGLang server in it
+                return Text("logged none of an SGLang server's start-up lines (no server arguments, no weights, "
+                            "no KV pool) before the log ends")
             return Text(f"was still {doing_when_stopped(data, run)} when the log ends")
         return Text("was still running at the end of the log")
     detail = run["end_detail"] if not missing(run["end_detail"]) else ""
@@ -133,6 +136,12 @@ def doing_when_stopped(data: ReportData, run: pd.Series) -> str:
     for figure in evidence.sort_values("line_no")["figure"]:
         doing = AFTER_GRAPHS[speculative(run)] if figure == "cuda_graphs" else DOING_AFTER.get(figure, doing)
     return doing
+
+
+def logged_a_start(data: ReportData, run: pd.Series) -> bool:
+    """Whether the run logged any of SGLang's start-up milestones beyond its first line, or its arguments."""
+    evidence = of_run(data["evidence"], run["source"], int(run["ordinal"]))
+    return not missing(run.get("config")) or bool(set(evidence["figure"]) - {"started"})
 
 
 def speculative(run: pd.Series) -> bool | None:
