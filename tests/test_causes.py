@@ -123,6 +123,25 @@ def test_torch_rank_prefixed_tracebacks_are_errors_with_their_cause(ingested, na
     assert errors["role"].tolist() == ["cause"] + ["consequence"] * (len(last_lines) - 1)
 
 
+def test_a_library_line_the_server_outlived_is_no_cause(tmp_path: Path, ingested) -> None:
+    """NCCL's `ibv_open_device failed for mlx5_3, skipping` while the server starts: a ready, serving server
+    "crashed after it was ready: communication set-up failure". The same kind of line after it was ready, where
+    it then stops serving, still is the cause."""
+    head = ["[2026-03-01 10:00:00] server_args=ServerArgs(model_path='m', tp_size=2)",
+            "[2026-03-01 10:00:05 TP0] Init torch distributed begin.",
+            "hgx-150:216:1207 [0] NCCL WARN NET/IB : ibv_open_device failed for mlx5_3, skipping",
+            "[2026-03-01 10:00:40] The server is fired up and ready to roll!",
+            "[2026-03-01 10:00:41 TP0] Decode batch. #running-req: 1, #token: 48, token usage: 0.00, cuda graph: True, "
+            "gen throughput (token/s): 1.88, #queue-req: 0,"]
+    (tmp_path / "benign.log").write_text("\n".join(head) + "\n")
+    assert runs_of(ingested(tmp_path / "benign.log"), "end_reason", "cause_line_no") == [["running", None]]
+    (tmp_path / "hang.log").write_text("\n".join(head + [
+        "[rank1]:[E301 10:10:41.123456 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out."]) + "\n")
+    assert runs_of(ingested(tmp_path / "hang.log"), "end_reason", "cause_family", "cause_line_no") == \
+        [["crashed", "communication", 6]]
+
+
 def test_a_hang_killed_from_outside_ended_with_no_shutdown_line(ingested) -> None:
     con = ingested(DATA / "hang_killed.log")
     assert runs_of(con) == [[1, 1, 1, "ready_line", "ended", "killed", 12, 0, None]]

@@ -125,7 +125,7 @@ def find_causes(con: duckdb.DuckDBPyConnection, source_id: int, bounds: list[tup
     harness = harness_errors(con, window)
     causes = []
     for first, last in bounds:
-        inside = [s for s in signs if first <= s.line_no <= last]
+        inside = outlived([s for s in signs if first <= s.line_no <= last], con, source_id, last)
         cause = Cause(harness_lines={n for n in harness if first <= n <= last})
         decisive = [s for s in inside if not s.consequence]
         cause.sign = decisive[0] if decisive else (inside[0] if inside else None)
@@ -141,6 +141,19 @@ def find_causes(con: duckdb.DuckDBPyConnection, source_id: int, bounds: list[tup
                                       [g for g in graph_lines if first <= g[0] <= died_at])
         causes.append(cause)
     return causes
+
+
+def outlived(signs: list[Sign], con: duckdb.DuckDBPyConnection, source_id: int, last: int) -> list[Sign]:
+    """`signs` without the library lines that read as fatal but that the server outlived: it was ready, or
+    served, after them (NCCL's `ibv_open_device failed for mlx5_3, skipping` while the other devices come up)."""
+    lines = [s for s in signs if s.source == "line"]
+    if not lines:
+        return signs
+    window = {"source": source_id, "first": lines[0].line_no, "last": last, "traffic": list(TRAFFIC_KINDS)}
+    served = execute(con, """
+        SELECT min(line_no) FROM lines WHERE source_id = $source AND line_no BETWEEN $first AND $last
+        AND (kind = 'server_ready' OR list_contains($traffic, kind))""", window)[0][0]
+    return [s for s in signs if s.source != "line" or served is None or served < s.line_no]
 
 
 def phase_at(milestones: list[tuple[int, str]], graph_lines: list[tuple[int, str]]) -> str | None:
