@@ -169,6 +169,21 @@ def test_every_builtin_rule_fires_once_per_condition_on_every_sink(tmp_path: Pat
     assert piped_alerts == file_alerts
 
 
+def test_a_start_not_yet_outlived_its_library_line_raises_no_start_failed(tmp_path: Path) -> None:
+    """A follow's commit can end on NCCL's `... failed for mlx5_3, skipping` before the server is ready: the run
+    reads as failed until the rest comes, and an alert raised then is never taken back."""
+    from logmine import api
+
+    log = tmp_path / "server.log"
+    log.write_text("[2026-03-01 10:00:00] server_args=ServerArgs(model_path='m', tp_size=2)\n"
+                   "hgx-150:216:1207 [0] NCCL WARN NET/IB : ibv_open_device failed for mlx5_3, skipping\n")
+    api.ingest([str(log)], db=tmp_path / "t.duckdb", jobs=1)
+    con = duckdb.connect(str(tmp_path / "t.duckdb"))
+    assert con.execute("SELECT end_reason FROM runs").fetchall() == [("failed",)]
+    start_failed = [rule for rule in alerts.builtin_rules() if rule.name == "start-failed"]
+    assert alerts.judge(con, start_failed) == []
+
+
 def test_a_rules_file_adds_replaces_and_turns_off_rules(tmp_path: Path) -> None:
     rules = tmp_path / "rules.toml"
     rules.write_text('''
