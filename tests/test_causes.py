@@ -142,6 +142,36 @@ def test_a_library_line_the_server_outlived_is_no_cause(tmp_path: Path, ingested
         [["crashed", "communication", 6]]
 
 
+ASGI_ERROR = ["[2026-03-01 10:05:00] ERROR:    Exception in ASGI application",
+              "Traceback (most recent call last):",
+              '  File "/usr/local/lib/python3.12/dist-packages/starlette/responses.py", line 246, in stream_response',
+              "    async for chunk in self.body_iterator:",
+              "asyncio.exceptions.CancelledError"]
+SERVING = ["[2026-03-01 10:00:00] server_args=ServerArgs(model_path='m', tp_size=1)",
+           "[2026-03-01 10:00:40] The server is fired up and ready to roll!"]
+
+
+def batch(at: str) -> str:
+    return (f"[2026-03-01 {at} TP0] Decode batch. #running-req: 1, #token: 48, token usage: 0.00, cuda graph: True, "
+            "gen throughput (token/s): 90.00, #queue-req: 0,")
+
+
+@pytest.mark.parametrize(("after", "end"), [
+    # A client gave up on its stream: the server served on for minutes. It "crashed after it was ready".
+    ([batch("10:05:01"), batch("10:09:00")], ["running", None]),
+    # A scheduler's traceback, then the last batches in flight within the second: a crash.
+    ([batch("10:05:00"), '[2026-03-01 10:05:01] INFO:     1.2.3.4:5 - "POST /generate HTTP/1.1" 200 OK'],
+     ["crashed", 4]),
+])
+def test_an_error_the_server_served_on_after_is_no_crash(tmp_path: Path, ingested, after: list[str],
+                                                          end: list) -> None:
+    (tmp_path / "s.log").write_text("\n".join(SERVING + ASGI_ERROR + after) + "\n")
+    con = ingested(tmp_path / "s.log")
+    assert runs_of(con, "end_reason", "cause_line_no") == [end]
+    if end[0] == "running":
+        assert "Run 1 was ready after 40 s and was still running at the end of the log." in report_text(con)
+
+
 def test_a_hang_killed_from_outside_ended_with_no_shutdown_line(ingested) -> None:
     con = ingested(DATA / "hang_killed.log")
     assert runs_of(con) == [[1, 1, 1, "ready_line", "ended", "killed", 12, 0, None]]

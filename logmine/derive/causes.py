@@ -40,6 +40,9 @@ PHASE_KINDS = tuple(kind for kind, _ in PHASES)
 SIGN_LINES = (f"(SELECT * FROM lines WHERE source_id = $source AND line_no BETWEEN $first AND $last "
               f"AND (kind IS NULL OR kind NOT IN ({', '.join(repr(kind) for kind in TRAFFIC_KINDS)})))")
 # A capture's progress bar names the batch size (decode graphs) or token count (prefill graphs) it is at.
+# A scheduler that dies takes the server down within a second or two (SIGQUIT, `kill_process_tree`): batches
+# logged this long after an error show the server lived on.
+OUTLIVED_SECONDS = 10
 GRAPH_BATCH = re.compile(r"Capturing (?:batches \((bs)=|num tokens \((num_tokens)=)(\d+)")
 
 
@@ -61,7 +64,8 @@ class Cause:
     consequences: list[Sign] = field(default_factory=list)
     exit_trace: int | None = None  # the line of an exit-time warning, when the process ended unannounced
     failed_phase: str | None = None
-    harness_lines: set[int] = field(default_factory=set)  # a test harness's tracebacks: no sign of the server's
+    # A test harness's tracebacks, and the failures the server outlived (`outlived`): no sign of its end.
+    harness_lines: set[int] = field(default_factory=set)
 
     def words(self) -> str | None:
         """`communication set-up: <line>`; None without a cause."""
@@ -125,8 +129,10 @@ def find_causes(con: duckdb.DuckDBPyConnection, source_id: int, bounds: list[tup
     harness = harness_errors(con, window)
     causes = []
     for first, last in bounds:
-        inside = outlived([s for s in signs if first <= s.line_no <= last], con, source_id, last)
-        cause = Cause(harness_lines={n for n in harness if first <= n <= last})
+        inside = [s for s in signs if first <= s.line_no <= last]
+        gone = outlived(inside, con, source_id, last)
+        inside = [s for s in inside if s.line_no not in gone]
+        cause = Cause(harness_lines={n for n in harness if first <= n <= last} | gone)
         decisive = [s for s in inside if not s.consequence]
         cause.sign = decisive[0] if decisive else (inside[0] if inside else None)
         cause.consequences = [s for s in inside if s is not cause.sign]
@@ -143,17 +149,33 @@ def find_causes(con: duckdb.DuckDBPyConnection, source_id: int, bounds: list[tup
     return causes
 
 
-def outlived(signs: list[Sign], con: duckdb.DuckDBPyConnection, source_id: int, last: int) -> list[Sign]:
-    """`signs` without the library lines that read as fatal but that the server outlived: it was ready, or
-    served, after them (NCCL's `ibv_open_device failed for mlx5_3, skipping` while the other devices come up)."""
-    lines = [s for s in signs if s.source == "line"]
-    if not lines:
-        return signs
-    window = {"source": source_id, "first": lines[0].line_no, "last": last, "traffic": list(TRAFFIC_KINDS)}
-    served = execute(con, """
-        SELECT min(line_no) FROM lines WHERE source_id = $source AND line_no BETWEEN $first AND $last
-        AND (kind = 'server_ready' OR list_contains($traffic, kind))""", window)[0][0]
-    return [s for s in signs if s.source != "line" or served is None or served < s.line_no]
+def outlived(signs: list[Sign], con: duckdb.DuckDBPyConnection, source_id: int, last: int) -> set[int]:
+    """The first lines of the signs the server outlived, which are no failure of it:
+    - a library's line that reads as fatal, when the server was ready or served after it (NCCL's
+      `ibv_open_device failed for mlx5_3, skipping` while the other devices come up);
+    - an error, when the server was ready after it, or its schedulers still logged batches OUTLIVED_SECONDS
+      after it (a request's `Exception in ASGI application`): a scheduler that dies takes the server down
+      within a second or two."""
+    candidates = [s for s in signs if s.source in ("line", "error")]
+    if not candidates:
+        return set()
+    window = {"source": source_id, "first": candidates[0].line_no, "last": last, "traffic": list(TRAFFIC_KINDS),
+              "batches": ["prefill_batch", "decode_batch"]}
+    ready, last_traffic, last_batch, last_batch_ts = execute(con, """
+        SELECT list(line_no) FILTER (kind = 'server_ready'), max(line_no) FILTER (list_contains($traffic, kind)),
+               max(line_no) FILTER (list_contains($batches, kind)),
+               arg_max(ts, line_no) FILTER (list_contains($batches, kind))
+        FROM lines WHERE source_id = $source AND line_no BETWEEN $first AND $last
+        AND (kind = 'server_ready' OR list_contains($traffic, kind))""", window)[0]
+    gone = set()
+    for sign in candidates:
+        ready_after = any(n > sign.line_no for n in ready or [])
+        served_after = last_traffic is not None and last_traffic > sign.line_no
+        batches_long_after = (last_batch is not None and last_batch > sign.last_line_no and sign.ts is not None
+                              and (last_batch_ts - sign.ts).total_seconds() > OUTLIVED_SECONDS)
+        if ready_after or (served_after if sign.source == "line" else batches_long_after):
+            gone.add(sign.line_no)
+    return gone
 
 
 def phase_at(milestones: list[tuple[int, str]], graph_lines: list[tuple[int, str]]) -> str | None:

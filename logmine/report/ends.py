@@ -73,7 +73,8 @@ def end_story(data: ReportData, run: pd.Series) -> Text:
     verdicts = ends[ends["kind"].str.startswith("systemd_")]
     if (story := cause_story(data, run, ends)) is not None:
         return story
-    if not crashes.empty:
+    # A traceback the server outlived (a request's, while it served on) is no crash: `runs` says how it ended.
+    if not crashes.empty and run["end_reason"] in ("failed", "crashed"):
         first = crashes.iloc[0]
         when = "while starting" if missing(run["ready_at"]) else "after it was ready"
         words = f"crashed {when}: {first['kind'].replace('_', ' ')} error, {quote(first['detail'], 200).rstrip('.')}"
@@ -120,7 +121,7 @@ def headline(ends: pd.DataFrame, run: pd.Series) -> str:
     if run["end_reason"] == "ended":
         return "ended, no shutdown line"
     crashes = ends[ends["kind"].isin(CRASH_KINDS)]
-    if not crashes.empty:
+    if not crashes.empty and run["end_reason"] in ("failed", "crashed"):
         return f"{run['end_reason']}, {crashes['kind'].iloc[0].replace('_', ' ')} error"
     if (ends["kind"] == "stopped_while_loading").any():
         by = " by the agent" if ends["session"].notna().any() else ""
