@@ -172,6 +172,29 @@ def test_an_error_the_server_served_on_after_is_no_crash(tmp_path: Path, ingeste
         assert "Run 1 was ready after 40 s and was still running at the end of the log." in report_text(con)
 
 
+INTERRUPTED = ["Traceback (most recent call last):",
+               '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2900, in '
+               "run_scheduler_process",
+               "    scheduler.event_loop_overlap()",
+               "KeyboardInterrupt"]
+
+
+@pytest.mark.parametrize(("before", "end"), [
+    # SGLang drains and its children are killed: their tracebacks were a crash after it was ready.
+    (SERVING + ["[2026-03-01 10:05:00] SIGTERM received. signum=15 frame=<frame>. Draining requests and shutting "
+                "down..."], ["stopped", "SIGTERM", None]),
+    # Ctrl-C in the terminal that ran launch_server: each process's KeyboardInterrupt.
+    (SERVING, ["stopped", "Ctrl-C, KeyboardInterrupt", None]),
+    # A Ctrl-C after the start had failed leaves the failure its cause.
+    (SERVING[:1] + ASGI_ERROR[1:4] + ["RuntimeError: Not enough memory. Please try to increase "
+                                      "--mem-fraction-static."], ["failed", None, 2]),
+])
+def test_an_operators_stop_is_no_crash(tmp_path: Path, ingested, before: list[str], end: list) -> None:
+    (tmp_path / "s.log").write_text("\n".join(before + INTERRUPTED) + "\n")
+    row = runs_of(ingested(tmp_path / "s.log"), "end_reason", "end_detail", "cause_line_no")[0]
+    assert [row[0], row[1] if end[1] else None, row[2]] == end, row
+
+
 def test_a_hang_killed_from_outside_ended_with_no_shutdown_line(ingested) -> None:
     con = ingested(DATA / "hang_killed.log")
     assert runs_of(con) == [[1, 1, 1, "ready_line", "ended", "killed", 12, 0, None]]

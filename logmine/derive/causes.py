@@ -21,6 +21,7 @@ from ..store import execute
 
 FAMILY_REGEXES = [(f, re.compile(f.regex)) for f in families.FAMILIES]
 CONSEQUENCE = re.compile(families.CONSEQUENCE)
+KEYBOARD_INTERRUPT = re.compile(r"KeyboardInterrupt\b")
 EXIT_TRACE = re.compile(families.EXIT_TRACE)
 # SGLang's shutdown lines that say a run died, and systemd's verdicts that do (a clean stop is no sign).
 SHUTDOWN_SIGNS = ("sigquit", "rank_dead", "exit_code", "subprocess_crashed", "watchdog_timeout", "not_enough_memory")
@@ -64,8 +65,10 @@ class Cause:
     consequences: list[Sign] = field(default_factory=list)
     exit_trace: int | None = None  # the line of an exit-time warning, when the process ended unannounced
     failed_phase: str | None = None
-    # A test harness's tracebacks, and the failures the server outlived (`outlived`): no sign of its end.
+    # A test harness's tracebacks, the failures the server outlived (`outlived`) and what an operator's stop
+    # brought about (`stopped_by_operator`): no sign of a failure.
     harness_lines: set[int] = field(default_factory=set)
+    interrupted: int | None = None  # the line of a KeyboardInterrupt (Ctrl-C) that ended the run
 
     def words(self) -> str | None:
         """`communication set-up: <line>`; None without a cause."""
@@ -127,12 +130,17 @@ def find_causes(con: duckdb.DuckDBPyConnection, source_id: int, bounds: list[tup
         SELECT line_no, message FROM {SIGN_LINES} WHERE message LIKE '%Capturing %' ORDER BY line_no""", window)
     # (any kind: the bar a crash interrupts shares its line with the crash's first words)
     harness = harness_errors(con, window)
+    sigterms = [n for (n,) in execute(con, """
+        SELECT line_no FROM lines WHERE source_id = $source AND line_no BETWEEN $first AND $last AND kind = 'sigterm'
+        ORDER BY line_no""", window)]
     causes = []
     for first, last in bounds:
         inside = [s for s in signs if first <= s.line_no <= last]
-        gone = outlived(inside, con, source_id, last)
+        stopped, interrupted = stopped_by_operator(inside, [n for n in sigterms if first <= n <= last])
+        gone = outlived([s for s in inside if s.line_no not in stopped], con, source_id, last) | stopped
         inside = [s for s in inside if s.line_no not in gone]
-        cause = Cause(harness_lines={n for n in harness if first <= n <= last} | gone)
+        cause = Cause(harness_lines={n for n in harness if first <= n <= last} | gone,
+                      interrupted=None if inside else interrupted)
         decisive = [s for s in inside if not s.consequence]
         cause.sign = decisive[0] if decisive else (inside[0] if inside else None)
         cause.consequences = [s for s in inside if s is not cause.sign]
@@ -147,6 +155,20 @@ def find_causes(con: duckdb.DuckDBPyConnection, source_id: int, bounds: list[tup
                                       [g for g in graph_lines if first <= g[0] <= died_at])
         causes.append(cause)
     return causes
+
+
+def stopped_by_operator(signs: list[Sign], sigterms: list[int]) -> tuple[set[int], int | None]:
+    """The first lines of the signs an operator's stop brought about, and the line of the Ctrl-C that ended the
+    run: every sign after SGLang's `SIGTERM received` (children killed while they drain), and a
+    `KeyboardInterrupt` traceback (each process's, after a Ctrl-C) with no decisive failure before it."""
+    stopped = {s.line_no for s in signs if sigterms and s.line_no > sigterms[0]}
+    interrupts = [s for s in signs if s.source == "error" and KEYBOARD_INTERRUPT.match(s.text)]
+    failed_before = [s for s in signs if not s.consequence and s.line_no not in stopped
+                     and (not interrupts or s.line_no < interrupts[0].line_no)]
+    if interrupts and not failed_before:
+        stopped |= {s.line_no for s in signs if s.line_no >= interrupts[0].line_no}
+        return stopped, interrupts[0].line_no
+    return stopped, None
 
 
 def outlived(signs: list[Sign], con: duckdb.DuckDBPyConnection, source_id: int, last: int) -> set[int]:

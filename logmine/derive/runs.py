@@ -439,6 +439,8 @@ def end_reason(r: Run, is_last: bool, cause: Cause | None = None,
         return ("crashed" if was_ready else "failed"), why
     if r.has("sigterm"):
         return ("stopped" if is_last else "restarted"), "SIGTERM"
+    if cause.interrupted is not None:
+        return ("stopped" if is_last else "restarted"), "Ctrl-C, KeyboardInterrupt"
     if not is_last:
         # A later launch ended this one: say so where no line of it said how.
         if under_systemd(r.markers) or any(m.kind in PROCESS_END_KINDS for m in r.markers):
