@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from concurrent.futures.process import BrokenProcessPool
@@ -136,7 +138,8 @@ def _pool(jobs: int, tasks: int) -> Iterator[object]:
         yield _NoPool()
         return
     before = set(multiprocessing.active_children())
-    pool = _MainHiddenPool(ProcessPoolExecutor(max_workers=max(1, min(jobs, tasks)), mp_context=worker_context()))
+    pool = _MainHiddenPool(ProcessPoolExecutor(max_workers=max(1, min(jobs, tasks)), mp_context=worker_context(),
+                                               initializer=_quiet_stderr))
     try:
         yield pool
     finally:
@@ -148,6 +151,13 @@ def _pool(jobs: int, tasks: int) -> Iterator[object]:
             for process in set(multiprocessing.active_children()) - before:
                 process.kill()
         pool.executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _quiet_stderr() -> None:
+    """A pool process says what it did in its results (a file's error too), never on stderr. What else reaches
+    stderr there is the executor's teardown: a process started while the pool broke, still waiting for a task
+    when the pool closes its queue, dies in an `EOFError` traceback on the user's terminal (Python 3.11)."""
+    sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - the process's stderr until it ends
 
 
 class _MainHiddenPool:
