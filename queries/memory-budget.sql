@@ -27,11 +27,9 @@ WITH selected AS (
     WHERE chosen_source(s.display, s.path, $source)
       AND chosen(r.ordinal, $run)
 ),
-rank_keys AS (  -- every rank that logged its weights or its KV pool: some releases log the weights on TP0 only
+rank_keys AS (  -- every rank that logged its weights or its KV pool (`start_ranks`)
     SELECT source_id, run, rank, any_value(dp) AS dp, any_value(pp) AS pp, any_value(tp) AS tp
-    FROM (SELECT source_id, run, rank, dp, pp, tp FROM weight_loads_by_run
-          UNION ALL SELECT source_id, run, rank, dp, pp, tp FROM kv_cache_by_run
-          WHERE kind IN ('kv_cache_allocated', 'mamba_cache_allocated'))
+    FROM start_ranks WHERE what <> 'init'
     GROUP BY ALL
 ),
 weights AS (
@@ -83,26 +81,26 @@ per_rank AS (
     LEFT JOIN host AS h ON h.source_id = r.source_id AND h.run = r.run AND h.rank = r.rank
     LEFT JOIN capacity AS c ON c.source_id = r.source_id AND c.run = r.run
 ),
-with_totals AS (  -- a sum only where every rank has the figure
+with_totals AS (
     SELECT *, 0 AS is_total FROM per_rank
     UNION ALL
     SELECT any_value(source), source_id, run, 'all ranks', NULL, NULL, NULL, any_value(max_total_tokens),
-        CASE WHEN count(before_load_gib) = count(*) THEN sum(before_load_gib) END,
-        CASE WHEN count(weights_gib) = count(*) THEN sum(weights_gib) END,
-        CASE WHEN count(after_weights_gib) = count(*) THEN sum(after_weights_gib) END,
+        sum_of_every_rank(before_load_gib),
+        sum_of_every_rank(weights_gib),
+        sum_of_every_rank(after_weights_gib),
         any_value(mem_fraction_static),
-        CASE WHEN count(reserve_gib) = count(*) THEN sum(reserve_gib) END,
-        CASE WHEN count(kv_formula_gib) = count(*) THEN sum(kv_formula_gib) END,
+        sum_of_every_rank(reserve_gib),
+        sum_of_every_rank(kv_formula_gib),
         NULL,
-        CASE WHEN count(kv_gib) = count(*) THEN sum(kv_gib) END,
-        CASE WHEN count(mamba_state_gib) = count(*) THEN sum(mamba_state_gib) END,
-        CASE WHEN count(draft_weights_gib) = count(*) THEN sum(draft_weights_gib) END,
-        CASE WHEN count(draft_kv_gib) = count(*) THEN sum(draft_kv_gib) END,
-        CASE WHEN count(cuda_graph_gib) = count(*) THEN sum(cuda_graph_gib) END,
-        CASE WHEN count(final_available_gib) = count(*) THEN sum(final_available_gib) END,
-        CASE WHEN count(host_cache_gb) = count(*) THEN sum(host_cache_gb) END,
-        CASE WHEN count(host_cache_gib) = count(*) THEN sum(host_cache_gib) END,
-        CASE WHEN count(host_requested_gb) = count(*) THEN sum(host_requested_gb) END,
+        sum_of_every_rank(kv_gib),
+        sum_of_every_rank(mamba_state_gib),
+        sum_of_every_rank(draft_weights_gib),
+        sum_of_every_rank(draft_kv_gib),
+        sum_of_every_rank(cuda_graph_gib),
+        sum_of_every_rank(final_available_gib),
+        sum_of_every_rank(host_cache_gb),
+        sum_of_every_rank(host_cache_gib),
+        sum_of_every_rank(host_requested_gb),
         any_value(host_free_gb), 1
     FROM per_rank GROUP BY source_id, run
 )

@@ -46,12 +46,8 @@ rank0_kv AS (
     WHERE is_rank0
     GROUP BY ALL
 ),
-ranks AS (  -- every rank that logged a start-up line: some releases log `Init torch distributed` on TP0 only
-    SELECT source_id, run, count(DISTINCT rank) AS ranks
-    FROM (SELECT source_id, run, rank FROM init_distributed_by_run WHERE kind = 'init_distributed_begin'
-          UNION ALL SELECT source_id, run, rank FROM weight_loads_by_run
-          UNION ALL SELECT source_id, run, rank FROM kv_cache_by_run WHERE kind = 'kv_cache_allocated')
-    GROUP BY ALL
+ranks AS (
+    SELECT source_id, run, count(DISTINCT rank) AS ranks FROM start_ranks GROUP BY ALL
 ),
 rank_files AS (  -- a launch whose JSON events are in per-rank files: one file per rank
     SELECT run_source_id AS source_id, run, count(DISTINCT rank) AS ranks

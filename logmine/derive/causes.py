@@ -11,6 +11,7 @@ when nothing decisive came before them. Signs are ordered by line, which is the 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import duckdb
@@ -38,13 +39,18 @@ PHASE_KINDS = tuple(kind for kind, _ in PHASES)
 # batch or access pattern typed. Traffic is most of a long log, so leaving it out first (in a subquery,
 # which DuckDB filters before it runs the regex) takes most of the scans' time away. Only the lines from
 # $first to $last are read: those of the runs asked about.
+def _sql_list(kinds: Iterable[str]) -> str:
+    return ", ".join(repr(kind) for kind in kinds)
+
+
 SIGN_LINES = (f"(SELECT * FROM lines WHERE source_id = $source AND line_no BETWEEN $first AND $last "
-              f"AND (kind IS NULL OR kind NOT IN ({', '.join(repr(kind) for kind in TRAFFIC_KINDS)})))")
+              f"AND (kind IS NULL OR kind NOT IN ({_sql_list(TRAFFIC_KINDS)})))")
 # A capture's progress bar names the batch size (decode graphs) or token count (prefill graphs) it is at.
+GRAPH_BATCH = re.compile(r"Capturing (?:batches \((bs)=|num tokens \((num_tokens)=)(\d+)")
 # A scheduler that dies takes the server down within a second or two (SIGQUIT, `kill_process_tree`): batches
 # logged this long after an error show the server lived on.
 OUTLIVED_SECONDS = 10
-GRAPH_BATCH = re.compile(r"Capturing (?:batches \((bs)=|num tokens \((num_tokens)=)(\d+)")
+BATCH_KINDS = ("prefill_batch", "decode_batch")
 
 
 @dataclass
@@ -67,7 +73,7 @@ class Cause:
     failed_phase: str | None = None
     # A test harness's tracebacks, the failures the server outlived (`outlived`) and what an operator's stop
     # brought about (`stopped_by_operator`): no sign of a failure.
-    harness_lines: set[int] = field(default_factory=set)
+    not_failures: set[int] = field(default_factory=set)
     interrupted: int | None = None  # the line of a KeyboardInterrupt (Ctrl-C) that ended the run
 
     def words(self) -> str | None:
@@ -120,26 +126,26 @@ def find_causes(con: duckdb.DuckDBPyConnection, source_id: int, bounds: list[tup
         {**window, "exit": families.EXIT_TRACE})]
     exit_traces = [n for n, _ in exit_texts]
     # HiCache's refusal of its host pool is a line inside the scheduler's traceback: read from its event.
+    # (SGLang's `SIGTERM received` read with them: what follows it is the stop's, `stopped_by_operator`)
     milestones = execute(con, """
         SELECT line_no, kind FROM lines
         WHERE source_id = $source AND line_no BETWEEN $first AND $last AND list_contains($phases, kind)
         UNION ALL SELECT line_no, kind FROM host_cache
         WHERE source_id = $source AND line_no BETWEEN $first AND $last AND kind = 'host_memory_short'
-        ORDER BY line_no""", {**window, "phases": list(PHASE_KINDS)})
+        ORDER BY line_no""", {**window, "phases": [*PHASE_KINDS, "sigterm"]})
+    sigterms = [n for n, kind in milestones if kind == "sigterm"]
+    milestones = [m for m in milestones if m[1] != "sigterm"]
     graph_lines = execute(con, f"""
         SELECT line_no, message FROM {SIGN_LINES} WHERE message LIKE '%Capturing %' ORDER BY line_no""", window)
     # (any kind: the bar a crash interrupts shares its line with the crash's first words)
     harness = harness_errors(con, window)
-    sigterms = [n for (n,) in execute(con, """
-        SELECT line_no FROM lines WHERE source_id = $source AND line_no BETWEEN $first AND $last AND kind = 'sigterm'
-        ORDER BY line_no""", window)]
     causes = []
     for first, last in bounds:
         inside = [s for s in signs if first <= s.line_no <= last]
         stopped, interrupted = stopped_by_operator(inside, [n for n in sigterms if first <= n <= last])
         gone = outlived([s for s in inside if s.line_no not in stopped], con, source_id, last) | stopped
         inside = [s for s in inside if s.line_no not in gone]
-        cause = Cause(harness_lines={n for n in harness if first <= n <= last} | gone,
+        cause = Cause(not_failures={n for n in harness if first <= n <= last} | gone,
                       interrupted=None if inside else interrupted)
         decisive = [s for s in inside if not s.consequence]
         cause.sign = decisive[0] if decisive else (inside[0] if inside else None)
@@ -181,14 +187,13 @@ def outlived(signs: list[Sign], con: duckdb.DuckDBPyConnection, source_id: int, 
     candidates = [s for s in signs if s.source in ("line", "error")]
     if not candidates:
         return set()
-    window = {"source": source_id, "first": candidates[0].line_no, "last": last, "traffic": list(TRAFFIC_KINDS),
-              "batches": ["prefill_batch", "decode_batch"]}
-    ready, last_traffic, last_batch, last_batch_ts = execute(con, """
-        SELECT list(line_no) FILTER (kind = 'server_ready'), max(line_no) FILTER (list_contains($traffic, kind)),
-               max(line_no) FILTER (list_contains($batches, kind)),
-               arg_max(ts, line_no) FILTER (list_contains($batches, kind))
+    traffic, batches = _sql_list(TRAFFIC_KINDS), _sql_list(BATCH_KINDS)
+    ready, last_traffic, last_batch, last_batch_ts = execute(con, f"""
+        SELECT list(line_no) FILTER (kind = 'server_ready'), max(line_no) FILTER (kind IN ({traffic})),
+               max(line_no) FILTER (kind IN ({batches})), arg_max(ts, line_no) FILTER (kind IN ({batches}))
         FROM lines WHERE source_id = $source AND line_no BETWEEN $first AND $last
-        AND (kind = 'server_ready' OR list_contains($traffic, kind))""", window)[0]
+        AND (kind = 'server_ready' OR kind IN ({traffic}))""",
+        {"source": source_id, "first": candidates[0].line_no, "last": last})[0]
     gone = set()
     for sign in candidates:
         ready_after = any(n > sign.line_no for n in ready or [])

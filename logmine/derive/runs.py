@@ -430,7 +430,7 @@ def end_reason(r: Run, is_last: bool, cause: Cause | None = None,
     if r.has("systemd_stopping"):
         # systemctl stop/restart: SGLang kills itself with SIGKILL, which is still an operator stop.
         return ("stopped" if is_last else "restarted"), detail or "systemctl stop"
-    crash = next((m for m in r.markers if m.kind in CRASH_KINDS and m.line_no not in cause.harness_lines), None)
+    crash = next((m for m in r.markers if m.kind in CRASH_KINDS and m.line_no not in cause.not_failures), None)
     failed_exit = exited is not None and (exited.exit_status or "").split("/")[0] != "0"
     died = cause.sign is not None and cause.sign.source in ("error", "line")
     if crash or failed_exit or r.has("systemd_failed_result") or died:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 
 import pandas as pd
@@ -148,10 +147,9 @@ def logged_a_start(data: ReportData, run: pd.Series) -> bool:
 def speculative(run: pd.Series) -> bool | None:
     """Whether the run's configuration loads a draft model; None where the log gave no configuration."""
     config = run.get("config")
-    if missing(config):
+    if not isinstance(config, dict):
         return None
-    args = json.loads(config) if isinstance(config, str) else config
-    return bool(args.get("speculative_algorithm")) and args.get("speculative_algorithm") != "None"
+    return config.get("speculative_algorithm") not in (None, "", "None")
 
 
 def ends_section(data: ReportData) -> Section | None:
