@@ -34,7 +34,16 @@ RAY_PREFIX = re.compile(r"\((?:\w+) pid=\d+(?:, ip=[\d.]+)?\) ")
 # engines): the launcher's global rank, not SGLang's TP rank, so it is left out like Ray's actor tag. Its C++
 # log lines (`[rank1]:[W104 ...]`, no space) are the `torch_log` pattern's, which keeps that rank.
 TORCH_RANK_PREFIX = re.compile(r"\[rank\d+\]: ")
-LAUNCHER_PREFIX = re.compile(rf"(?:{RAY_PREFIX.pattern})?(?:{TORCH_RANK_PREFIX.pattern})?")
+# A launcher that reads the server's output and logs each line again through Python's `logging` with the
+# cookbook's format, `%(asctime)s - %(name)s - %(levelname)s - %(message)s` (olmOCR's pipeline, other batch
+# drivers): its stamp, logger and level say nothing of the line's own. A `stamped` envelope has read the stamp
+# already; inside a journal's, the stamp is still there.
+PYTHON_LOGGING_PREFIX = re.compile(r"(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} )?- [\w.<>-]+ - "
+                                   r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) -(?: |$)")
+LAUNCHER_PREFIX = re.compile(rf"(?:{PYTHON_LOGGING_PREFIX.pattern})?(?:{RAY_PREFIX.pattern})?"
+                             rf"(?:{TORCH_RANK_PREFIX.pattern})?")
+LAUNCHER_STARTS = ("(", "[rank", "- ")  # how a line behind one of them begins, but for the stamp
+LAUNCHER_STAMP_RE2 = r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - "
 RANK_TAG = re.compile(rf"({TAG_NAMES})(\d+)")
 
 
@@ -50,7 +59,7 @@ class Prefix:
 
 def parse_prefix(message: str) -> tuple[Prefix | None, str]:
     """Split `[2026-03-01 23:45:58 TP0] body` into the prefix and the body (None when absent)."""
-    if message.startswith(("(", "[rank")):
+    if message.startswith(LAUNCHER_STARTS) or message[:1].isdigit():
         message = message[LAUNCHER_PREFIX.match(message).end():]
     if not message.startswith("["):
         bare = BARE_UVICORN.match(message)
@@ -89,7 +98,8 @@ def parse_prefixes(messages: pa.StringArray, ascii_rows: np.ndarray) -> Prefixes
     """`parse_prefix` over a block: by position where the bracket has its usual shape, else with RE2;
     non-ASCII rows go through `parse_prefix` itself."""
     slow = np.nonzero(~ascii_rows)[0]
-    launched = flags(pc.or_(pc.starts_with(messages, "("), pc.starts_with(messages, "[rank")))
+    launched = np.logical_or.reduce([flags(pc.starts_with(messages, start)) for start in LAUNCHER_STARTS] +
+                                    [flags(pc.match_substring_regex(messages, LAUNCHER_STAMP_RE2))])
     outer = np.nonzero(launched & ascii_rows)[0]
     if len(outer):
         stripped = pc.replace_substring_regex(messages.take(pa.array(outer)), LAUNCHER_PREFIX_RE2, "",

@@ -123,6 +123,26 @@ def test_torch_rank_prefixed_tracebacks_are_errors_with_their_cause(ingested, na
     assert errors["role"].tolist() == ["cause"] + ["consequence"] * (len(last_lines) - 1)
 
 
+@pytest.mark.parametrize("in_journal", [False, True])
+def test_a_launcher_that_logs_the_server_lines_again_is_read_past(tmp_path: Path, ingested, in_journal: bool) -> None:
+    """A batch driver that logs each server line again through Python's `logging` (`asctime - name - level -
+    message`), as its own file or in the journal of its unit: the cause was the traceback's first line,
+    “- docpipe.runner - INFO - [...] Scheduler hit an exception”, in no family, and no line of SGLang's was typed."""
+    path = DATA / "python_logging_wrapper.log"
+    if in_journal:
+        text = path.read_text()
+        path = tmp_path / "driver.journal"
+        path.write_text("".join(f"Feb 11 09:14:{n:02d} node-3 python3[4410]: {line}\n"
+                                for n, line in enumerate(text.splitlines())))
+    con = ingested(path)
+    assert runs_of(con) == [[1, 1, 1, None, "failed", "device_memory", 11, 0, "after KV pool"]]
+    assert api.query(con, "errors")["last_line"].tolist() == [
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 896.00 MiB. GPU 0 has a total capacity of "
+        "23.55 GiB of which 412.00 MiB is free."]
+    untyped = con.execute("SELECT line_no FROM lines WHERE kind IS NULL ORDER BY line_no").fetchall()
+    assert untyped == [(1,), (3,), (10,), (18,)]  # the driver's own lines
+
+
 def test_a_library_line_the_server_outlived_is_no_cause(tmp_path: Path, ingested) -> None:
     """NCCL's `ibv_open_device failed for mlx5_3, skipping` while the server starts: a ready, serving server
     "crashed after it was ready: communication set-up failure". The same kind of line after it was ready, where

@@ -143,7 +143,9 @@ BRACKETS = ["[2026-03-01 08:00:07 TP0] Decode batch. #running-req: 1", "[2026-03
             "[2026-03-01 08:00:07] WARNING server_args.py:12: x", "[2026-03-01 08:00:07 TP0]x", "[2026-03-01 08:00:07]",
             "[2026-03-01 8:00:07 TP0] x", "[2026-3-01 08:00:07 TP0] x", "[08:00:07.12] x", "(pid=1) [08:00:07] y",
             "[rank1]: Traceback (most recent call last):", "[rank3]:[E1203 10:02:11.123456 ProcessGroupNCCL.cpp:616] x",
-            "(Engine pid=5) [rank2]: [2026-03-01 08:00:07 TP0] y", "[rank]: x", "[rank12]:   File \"a.py\""]
+            "(Engine pid=5) [rank2]: [2026-03-01 08:00:07 TP0] y", "[rank]: x", "[rank12]:   File \"a.py\"",
+            "- pipeline.run - INFO - [2026-03-01 08:00:07 TP0] y", "2026-03-01 08:00:07,123 - __main__ - ERROR -   x",
+            "- a - WARNING -", "- a - NOTICE - [08:00:07] x"]
 
 
 @st.composite
