@@ -44,6 +44,12 @@ STAMPED = re.compile(r"(?P<date>\d{4}-\d\d-\d\d)[T ](?P<time>\d\d:\d\d:\d\d)(?:[
 # container before each line, then the line, behind kubelet's RFC 3339 stamp where `--timestamps` asked for it.
 KUBECTL = re.compile(r"\[pod/(?P<host>[^/\]\s]+)/(?P<ident>[^\]\s]+)\] (?:(?P<date>\d{4}-\d\d-\d\d)T"
                      r"(?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))?(?P<tz>Z|[+-]\d\d:?\d\d)? )?")
+# `docker compose logs` (and `up` in the foreground): the container's name padded to the longest one's and
+# ` | ` before each line (compose's `cmd/formatter/logs.go`; v1's `name_1` too), coloured on a terminal, and
+# with `--timestamps` the daemon's RFC 3339 stamp after it. The container is stored as the host: two of them in
+# one file are two servers, as two pods are.
+COMPOSE = re.compile(r"(?:\x1b\[[0-9;]*m)?(?P<host>[\w.-]+) +\|(?: |$)(?:\x1b\[0m)?(?:(?P<date>\d{4}-\d\d-\d\d)T"
+                     r"(?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))?(?P<tz>Z|[+-]\d\d:?\d\d)? )?")
 SGLANG_DATE = re.compile(r"\[(?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)")
 JOURNAL_HEADER_YEAR = re.compile(r"-- (?:Logs begin at|Journal begins at) \w+ (?P<year>\d{4})-")
 
@@ -96,7 +102,7 @@ DYNAMO_FORMATS: tuple[EnvelopeFormat, ...] = (
 RANKLESS_FORMATS = frozenset(f.name for f in DYNAMO_FORMATS if f.drops_ranks)
 
 FORMATS = ("journal-short", "journal-iso", "journal-full", "journal-unix", "journal-monotonic", "journal-json",
-           "dynamo", "dynamo-jsonl", "stamped", "kubectl", "plain")
+           "dynamo", "dynamo-jsonl", "stamped", "kubectl", "compose", "plain")
 
 
 @dataclass
@@ -266,6 +272,7 @@ READERS: dict[str, Callable[[str, TimeContext], Envelope]] = {
     "dynamo-jsonl": read_dynamo_json,
     "stamped": regex_reader(STAMPED, _dated_time),
     "kubectl": regex_reader(KUBECTL, _stamp_time),
+    "compose": regex_reader(COMPOSE, _stamp_time),
     "plain": read_plain,
 }
 
@@ -464,7 +471,7 @@ def detect_format(sample: Iterable[str]) -> str:
               for name, rx in (("dynamo", DYNAMO), ("journal-short", SHORT), ("journal-iso", ISO),
                                ("journal-full", FULL),
                                ("journal-unix", UNIX), ("journal-monotonic", MONOTONIC), ("stamped", STAMPED),
-                               ("kubectl", KUBECTL))}
+                               ("kubectl", KUBECTL), ("compose", COMPOSE))}
     best = max(counts, key=lambda k: counts[k])
     return best if counts[best] >= len(lines) * 0.3 else "plain"
 

@@ -186,6 +186,13 @@ def as_kubectl(records: list[Record], stamps: bool = False) -> list[str]:
             for r, line in zip(records, as_sglang(records), strict=True)]
 
 
+def as_compose(records: list[Record], stamps: bool = False) -> list[str]:
+    """`docker compose logs` on a terminal: the container's name padded to the longest one's (the router's here)
+    and ` | `, coloured, and with `-t` the daemon's RFC 3339 stamp after it."""
+    return [f"\x1b[36msglang-1        | \x1b[0m{f'{r.at:%Y-%m-%dT%H:%M:%S.%f}123Z ' if stamps else ''}{line}"
+            for r, line in zip(records, as_sglang(records), strict=True)]
+
+
 def as_dynamo(records: list[Record]) -> list[str]:
     """Dynamo's readable line; the rank tag is gone, raw stderr lines stay as they were."""
     return [r.message if r.raw else f"{r.at:%Y-%m-%dT%H:%M:%S.%f}Z {r.level:>5} {r.target}: {r.message}"

@@ -24,6 +24,7 @@ from .shape_fixtures import (
     KV_GIB_PER_RANK,
     TP,
     WEIGHTS_GIB_PER_RANK,
+    as_compose,
     as_docker_stamped,
     as_dynamo,
     as_dynamo_jsonl,
@@ -36,7 +37,8 @@ from .shape_fixtures import (
 )
 
 WRITERS = {"sglang": as_sglang, "dynamo": as_dynamo, "dynamo-jsonl": as_dynamo_jsonl, "kubectl": as_kubectl,
-           "kubectl --timestamps": lambda records: as_kubectl(records, stamps=True), "docker -t": as_docker_stamped}
+           "kubectl --timestamps": lambda records: as_kubectl(records, stamps=True), "docker -t": as_docker_stamped,
+           "compose": as_compose, "compose -t": lambda records: as_compose(records, stamps=True)}
 def ingest(tmp_path: Path, paths: list[Path]) -> duckdb.DuckDBPyConnection:
     db = tmp_path / "t.duckdb"
     api.ingest([str(p) for p in paths], db=db)
@@ -86,7 +88,8 @@ def test_dynamo_shapes_give_the_tables_of_sglangs_own_format(by_shape: dict, sha
 
 
 @pytest.mark.parametrize(("shape", "envelope"), [("kubectl", "kubectl"), ("kubectl --timestamps", "kubectl"),
-                                                 ("docker -t", "stamped")])
+                                                 ("docker -t", "stamped"), ("compose", "compose"),
+                                                 ("compose -t", "compose")])
 def test_container_logs_give_the_tables_of_sglangs_own_format(by_shape: dict, shape: str, envelope: str) -> None:
     """`kubectl logs -l app=sglang --prefix` puts the pod before each line: every line was untyped, and the
     ready server "still capturing CUDA graphs when the log ends". Behind `docker logs -t`'s stamp a traceback's
@@ -108,6 +111,19 @@ def test_kubectl_prefix_names_the_pod_and_container() -> None:
         ("sglang-worker-0", "2026-03-01 22:41:12.123456", "[2026-03-01 22:41:12 TP8] x")
 
 
+def test_compose_prefix_names_the_container() -> None:
+    lines = ["sglang-1         | [2026-03-01 22:41:12 TP0] Load weight begin. avail mem=78.64 GB",
+             "\x1b[33mrouter-1         | \x1b[0m2026-03-01T22:41:12.123456789Z INFO  Routing to sglang-1",
+             "sglang_sglang_1  |", "web-1  | x"]
+    assert detect_format(lines) == "compose"
+    server, router, empty, short = (READERS["compose"](line, TimeContext(2026)) for line in lines)
+    assert (server.host, server.ts, server.message) == \
+        ("sglang-1", None, "[2026-03-01 22:41:12 TP0] Load weight begin. avail mem=78.64 GB")
+    assert (router.host, router.ts, router.message) == \
+        ("router-1", "2026-03-01 22:41:12.123456", "INFO  Routing to sglang-1")
+    assert (empty.host, empty.message, short.host, short.message) == ("sglang_sglang_1", "", "web-1", "x")
+
+
 def test_two_pods_interleaved_in_one_file_are_said_to_fold_together(tmp_path: Path) -> None:
     """`kubectl logs -l app=sglang --prefix` of a 2-node launch: runs are read per file, so the leader's and
     the worker's launches fold into one another. The summary told it as two starts, the first "ended", and a
@@ -125,6 +141,25 @@ def test_two_pods_interleaved_in_one_file_are_said_to_fold_together(tmp_path: Pa
     assert line == 10
     summary = api.summary(con)
     assert summary[1].startswith("Read with care: lines of 2 hosts interleaved"), summary
+
+
+@pytest.mark.parametrize("second", ["router-1", "sglang-2"])
+def test_a_second_container_is_a_second_server_only_if_it_writes_sglangs_lines(tmp_path: Path, second: str) -> None:
+    """`docker compose logs` of a server and its router: the router's lines are no second server's (the file was
+    said to hold "2 hosts interleaved"); a second server's are, and the advice names compose's own command."""
+    lines = []
+    for second_of in range(4):
+        lines.append(f"sglang-1  | [2026-06-01 10:00:0{second_of} TP0] Init torch distributed begin.")
+        lines.append(f"{second}  | " + (f"[2026-06-01 10:00:0{second_of} TP0] Init torch distributed begin."
+                                       if second.startswith("sglang") else "INFO sgl_router: waiting for workers"))
+    con = ingest(tmp_path, [write(tmp_path / "compose.log", lines)])
+    shapes = [shape for (shape,) in con.execute("SELECT shape FROM new_shape").fetchall()]
+    if second == "router-1":
+        assert shapes == []
+    else:
+        assert shapes == ["lines of 2 hosts interleaved (sglang-1, sglang-2): runs are read per file, so their "
+                          "launches fold into one another; ingest each host's log on its own (`docker compose logs "
+                          "CONTAINER`)"]
 
 
 def test_dynamo_jsonl_keeps_the_trace_context(by_shape: dict) -> None:

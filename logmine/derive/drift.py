@@ -5,9 +5,10 @@ logmine does not know ("lines look like JSON objects with keys time, level, targ
 logmine knows"). A file in a known envelope (or SGLang's own prefix) whose messages no pattern or
 catalogue entry types is a new release or a new writer ("... lines hold messages logmine does not
 type"). Either way the lines are stored, untyped; the row names the shape they take (`line_shapes`),
-the ingest summary prints it and the report shows it. The third is a file of several hosts' lines interleaved
-(`kubectl logs --prefix` of a leader pod and its workers, a journal merged from two machines): runs are read
-per file, so the hosts' launches fold into one another, and the row says so.
+the ingest summary prints it and the report shows it. The third is a file of several hosts' SGLang lines
+interleaved (`kubectl logs --prefix` of a leader pod and its workers, `docker compose logs` of two servers, a
+journal merged from two machines): runs are read per file, so the hosts' launches fold into one another, and the
+row says so. A host with no SGLang line of its own (a router's container beside the server's) is no second server.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def rebuild_new_shapes(con: duckdb.DuckDBPyConnection) -> None:
     create_table(con, "new_shape", NEW_SHAPE_COLUMNS)
     counts = execute(con, """
         SELECT l.source_id, s.envelope, count(*) AS lines, count(*) FILTER (l.prefixed) AS prefixed,
-               count(DISTINCT l.host) AS hosts
+               count(DISTINCT l.host) FILTER (l.prefixed) AS hosts
         FROM lines AS l JOIN sources AS s USING (source_id)
         WHERE s.kind = 'log'
         GROUP BY ALL ORDER BY l.source_id""")
@@ -67,11 +68,16 @@ def _interleaved_hosts(con: duckdb.DuckDBPyConnection, source_id: int, envelope:
                        hosts: int) -> dict[str, object]:
     """The row of a source whose lines several hosts wrote, cited at the first line of its second host."""
     names = [name for (name,) in execute(con, "SELECT host FROM lines WHERE source_id = ? AND host IS NOT NULL "
-                                              "GROUP BY host ORDER BY min(line_no) LIMIT 3", [source_id])]
+                                              "AND prefixed GROUP BY host ORDER BY min(line_no) LIMIT 3", [source_id])]
     line_no, message = execute(con, "SELECT min(line_no), arg_min(message, line_no) FROM lines "
-                                    "WHERE source_id = ? AND host = ?", [source_id, names[1]])[0]
+                                    "WHERE source_id = ? AND host = ? AND prefixed", [source_id, names[1]])[0]
     shown = ", ".join(names) + (", ..." if hosts > len(names) else "")
+    one_host = ONE_HOST_COMMAND.get(envelope, "journalctl on each machine")
     return {"source_id": source_id, "envelope": envelope, "lines": lines, "untyped": 0, "first_line_no": line_no,
             "shape": f"lines of {hosts} hosts interleaved ({shown}): runs are read per file, so their launches "
-                     "fold into one another; ingest each host's log on its own (`kubectl logs POD`)",
+                     f"fold into one another; ingest each host's log on its own ({one_host})",
             "example": message[:500]}
+
+
+# How to write one host's log alone, by the envelope that interleaved several.
+ONE_HOST_COMMAND = {"kubectl": "`kubectl logs POD`", "compose": "`docker compose logs CONTAINER`"}
