@@ -41,6 +41,17 @@ FAMILIES: tuple[Family, ...] = (
             "c10::Error: NPU out of memory. Tried to allocate 4.00 GiB (NPU 4; 61.27 GiB total capacity)",
             "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
             "Current value: self.server_args.mem_fraction_static=0.36")),
+    # A CUDA kernel's assertion (torch's CUDA_KERNEL_ASSERT, an index out of bounds, a NaN in the sampler's
+    # probabilities) prints its expression per failing thread; the traceback after it only says the launch
+    # failed, since CUDA reports errors asynchronously.
+    Family("device_assert", "device-side assertion",
+           r"block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion|device-side assert(?:ion)? triggered",
+           ("/pytorch/aten/src/ATen/native/cuda/TensorCompare.cu:110: _assert_async_cuda_kernel: block: [0,0,0], "
+            "thread: [0,0,0] Assertion `probability tensor contains either `inf`, `nan` or element < 0` failed.",
+            "../aten/src/ATen/native/cuda/IndexKernel.cu:93: operator(): block: [4,0,0], thread: [31,0,0] Assertion "
+            "`-sizes[i] <= index && index < sizes[i] && \"index out of bounds\"` failed.",
+            "RuntimeError: CUDA error: device-side assert triggered"),
+           fatal_line=True),
     Family("port_in_use", "port conflict",
            r"[Aa]ddress already in use|EADDRINUSE|error while attempting to bind on address"
            r"|at \d+ is not available in \d+ seconds|failed to listen on any local network address",
@@ -115,13 +126,16 @@ CONSEQUENCE_EXAMPLES = (
 FATAL_LINE = (r"is not accessible, exiting|building transport map failed|error while attempting to bind on address"
               r"|Unable to initialize any transports|nvshmem detect topo failed|NCCL WARN .*(?:failed|Error)"
               r"|HCCL function error|\[(?:ERROR|FATAL)\].*(?:HCCL|hccl|NCCL|nccl|RCCL)"
-              r"|watchdog timeout|Watchdog caught collective operation timeout|^Killed$")
+              r"|watchdog timeout|Watchdog caught collective operation timeout|^Killed$"
+              r"|block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion")
 FATAL_LINE_EXAMPLES = (
     "/sgl-workspace/nvshmem/src/host/topo/topo.cpp:469: [GPU 1] Peer GPU 0 is not accessible, exiting ...",
     "/sgl-workspace/nvshmem/src/host/init/init.cu:998: non-zero status: 3 building transport map failed",
     "[rank3]:[E1203 10:02:11.123456 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective operation "
     "timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.",
     "Killed",
+    "/pytorch/aten/src/ATen/native/cuda/Indexing.cu:1289: indexSelectLargeIndex: block: [12,0,0], thread: [64,0,0] "
+    "Assertion `srcIndex < srcSelectDimSize` failed.",
     "[2026-03-01 10:00:56] ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 30000): "
     "address already in use",
 )

@@ -143,6 +143,19 @@ def test_a_launcher_that_logs_the_server_lines_again_is_read_past(tmp_path: Path
     assert untyped == [(1,), (3,), (10,), (18,)]  # the driver's own lines
 
 
+def test_a_cuda_kernels_assertion_is_the_cause_not_the_launch_failure_after_it(ingested) -> None:
+    """A kernel's `Assertion ... failed` per failing thread, then the scheduler's traceback: CUDA reports the
+    error asynchronously, so the traceback only says “RuntimeError: CUDA error: device-side assert triggered”,
+    which was the cause, in no family; what the assertion was lay untyped in the lines above it."""
+    con = ingested(DATA / "device_assert.log")
+    assert runs_of(con) == [[1, 1, 1, "ready_line", "crashed", "device_assert", 13, 4, None]]
+    text = " ".join(api.summary(con))
+    assert ("crashed after it was ready: device-side assertion failure, “/pytorch/aten/src/ATen/native/cuda/Indexing.cu"
+            ":1289: indexSelectLargeIndex: block: [118,0,0], thread: [32,0,0] Assertion `srcIndex < srcSelectDimSize` "
+            "failed” (line 13); what followed from it (4 signs: device-side assertion line ×2, RuntimeError, "
+            "sigquit)") in text, text
+
+
 def test_a_library_line_the_server_outlived_is_no_cause(tmp_path: Path, ingested) -> None:
     """NCCL's `ibv_open_device failed for mlx5_3, skipping` while the server starts: a ready, serving server
     "crashed after it was ready: communication set-up failure". The same kind of line after it was ready, where

@@ -6,7 +6,7 @@ from collections import Counter
 
 import pandas as pd
 
-from ..derive.causes import family_words, phase_words
+from ..derive.causes import family_of, family_words, phase_words
 from .common import of_run, run_name, run_rows
 from .data import ReportData
 from .model import Folded, Heading, Section, Text
@@ -56,8 +56,9 @@ def cause_story(data: ReportData, run: pd.Series, ends: pd.DataFrame) -> Text | 
 
 def consequence_name(row: pd.Series) -> str:
     """A few words for a sign that followed the cause: `EOFError`, `sigquit`, `rank dead`."""
-    if row["kind"] == "fatal_line":
-        return "fatal library line"
+    if row["kind"] == "fatal_line":  # named by its family where it has one: a CUDA kernel's assertion is no library's
+        family = family_words(family_of(str(row["text"] or "")))
+        return f"{family} line" if family else "fatal library line"
     if row["kind"] in CRASH_KINDS:
         return str(row["detail"] or row["kind"]).split(": ")[0].strip() or row["kind"]
     return row["kind"].replace("_", " ")
