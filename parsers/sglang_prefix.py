@@ -29,7 +29,13 @@ PREFIX = re.compile(
     rf"(?P<uvlevel>{LEVEL_NAMES}):\s+)?"
 )
 BARE_UVICORN = re.compile(rf"(?P<uvlevel>{LEVEL_NAMES}):\s{{2,}}")
-RAY_PREFIX = re.compile(r"\((?:\w+) pid=\d+(?:, ip=[\d.]+)?\) ")
+# Ray's driver puts the actor (or task) and its process before each line a worker prints, one per level of
+# nesting (`(VllmWorker pid=1, ip=10.0.0.5) (EngineCore_DP0 pid=2) `), none for a bare task (`(pid=3) `); and
+# where it drops lines like one it printed (numbers aside) it says how many after it, the first time with a
+# note on how to stop it.
+RAY_PREFIX = re.compile(r"\((?:[\w.:-]+ )?pid=\d+(?:, ip=[\w.:]+)?\) ")
+RAY_REPEATED = re.compile(r" +\[repeated \d+x across cluster\](?: \(Ray deduplicates logs by default\..*\))?$")
+RAY_REPEATED_WORDS = "x across cluster]"
 # torch.distributed's `[rank1]: ` before each line of a rank's traceback (torchrun, an RL trainer's rollout
 # engines): the launcher's global rank, not SGLang's TP rank, so it is left out like Ray's actor tag. Its C++
 # log lines (`[rank1]:[W104 ...]`, no space) are the `torch_log` pattern's, which keeps that rank.
@@ -40,7 +46,7 @@ TORCH_RANK_PREFIX = re.compile(r"\[rank\d+\]: ")
 # already; inside a journal's, the stamp is still there.
 PYTHON_LOGGING_PREFIX = re.compile(r"(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} )?- [\w.<>-]+ - "
                                    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) -(?: |$)")
-LAUNCHER_PREFIX = re.compile(rf"(?:{PYTHON_LOGGING_PREFIX.pattern})?(?:{RAY_PREFIX.pattern})?"
+LAUNCHER_PREFIX = re.compile(rf"(?:{PYTHON_LOGGING_PREFIX.pattern})?(?:{RAY_PREFIX.pattern})*"
                              rf"(?:{TORCH_RANK_PREFIX.pattern})?")
 LAUNCHER_STARTS = ("(", "[rank", "- ")  # how a line behind one of them begins, but for the stamp
 LAUNCHER_STAMP_RE2 = r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - "
@@ -61,6 +67,8 @@ def parse_prefix(message: str) -> tuple[Prefix | None, str]:
     """Split `[2026-03-01 23:45:58 TP0] body` into the prefix and the body (None when absent)."""
     if message.startswith(LAUNCHER_STARTS) or message[:1].isdigit():
         message = message[LAUNCHER_PREFIX.match(message).end():]
+        if RAY_REPEATED_WORDS in message:
+            message = RAY_REPEATED.sub("", message)
     if not message.startswith("["):
         bare = BARE_UVICORN.match(message)
         if bare:
@@ -110,6 +118,8 @@ def parse_prefixes(messages: pa.StringArray, ascii_rows: np.ndarray) -> Prefixes
     if len(todo):
         _regex_prefixes(messages, todo, prefixed, cols, head_len)
     body = cut(messages, head_len)
+    if len(outer):
+        body = _without_ray_repeats(body, outer)
     level = cols["level"]
     bare_rows = np.nonzero(~prefixed & ascii_rows & ~pc.starts_with(messages, "[").to_numpy(zero_copy_only=False))[0]
     if len(bare_rows):
@@ -124,6 +134,14 @@ def parse_prefixes(messages: pa.StringArray, ascii_rows: np.ndarray) -> Prefixes
     if len(slow):
         _patch_prefixes(out, messages, slow)
     return out
+
+
+def _without_ray_repeats(body: pa.StringArray, launched: np.ndarray) -> pa.StringArray:
+    """`body` without Ray's count of the lines it dropped, on the `launched` rows (only Ray's driver writes it)."""
+    rows = launched[flags(pc.match_substring(body.take(pa.array(launched)), RAY_REPEATED_WORDS))]
+    if not len(rows):
+        return body
+    return patch(body, rows, pc.replace_substring_regex(body.take(pa.array(rows)), RAY_REPEATED.pattern, ""))
 
 
 BRACKET_STAMP_RE2 = r"^\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?:[.,]\d{3})?[ \]]"

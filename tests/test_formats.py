@@ -279,3 +279,21 @@ def test_each_patterns_group_names_are_read_from_its_text_as_python_compiles_the
         compiled = compile_pattern(spec)
         assert compiled.names == tuple(re.compile(spec.regex).groupindex), spec.kind
         assert compiled.regex.pattern == spec.regex
+
+
+def test_lines_ray_printed_are_typed_behind_every_actor_and_without_its_repeat_count(tmp_path: Path) -> None:
+    """SGLang inside Ray (an RL trainer's rollout workers): the driver puts each nested actor before the line and
+    counts the like lines it dropped after it. A nested line was untyped, and a decode batch's last figure lost."""
+    con = ingest_lines(tmp_path, [
+        "(TaskRunner pid=100) (WorkerDict pid=616, ip=10.0.0.5) [2026-04-23 21:30:01 TP0] Init torch distributed "
+        "begin.",
+        "(pid=617) [2026-04-23 21:30:01 TP1] Init torch distributed begin.",
+        "(WorkerDict pid=616, ip=10.0.0.5) [2026-04-23 21:31:40 TP0] Decode batch. #running-req: 3, #token: 400, "
+        "token usage: 0.01, cuda graph: True, gen throughput (token/s): 120.50, #queue-req: 2,  [repeated 7x across "
+        "cluster] (Ray deduplicates logs by default. Set RAY_DEDUP_LOGS=0 to disable log deduplication, or see "
+        "https://docs.ray.io/en/master/ray-observability/user-guides/configure-logging.html#log-deduplication for "
+        "more options.)",
+    ])
+    assert kinds_of(con) == ["init_distributed_begin", "init_distributed_begin", "decode_batch"]
+    assert con.execute("SELECT tp, gen_throughput_tok_s, queue_req, extra FROM decode_batches").fetchall() == \
+        [(0, 120.5, 2, None)]

@@ -145,7 +145,10 @@ BRACKETS = ["[2026-03-01 08:00:07 TP0] Decode batch. #running-req: 1", "[2026-03
             "[rank1]: Traceback (most recent call last):", "[rank3]:[E1203 10:02:11.123456 ProcessGroupNCCL.cpp:616] x",
             "(Engine pid=5) [rank2]: [2026-03-01 08:00:07 TP0] y", "[rank]: x", "[rank12]:   File \"a.py\"",
             "- pipeline.run - INFO - [2026-03-01 08:00:07 TP0] y", "2026-03-01 08:00:07,123 - __main__ - ERROR -   x",
-            "- a - WARNING -", "- a - NOTICE - [08:00:07] x"]
+            "- a - WARNING -", "- a - NOTICE - [08:00:07] x",
+            "(TaskRunner pid=4) (EngineCore_DP0 pid=5, ip=10.0.0.5) [2026-03-01 08:00:07 TP0] y [repeated 3x across "
+            "cluster]", "(pid=6) [08:00:07] x  [repeated 2x across cluster] (Ray deduplicates logs by default. Set "
+            "RAY_DEDUP_LOGS=0.)"]
 
 
 @st.composite
