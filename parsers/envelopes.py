@@ -32,10 +32,12 @@ SHORT = re.compile(r"(?P<mon>[A-Z][a-z]{2}) (?P<day>[ \d]\d) (?P<time>\d\d:\d\d:
 ISO = re.compile(r"(?P<date>\d{4}-\d\d-\d\d)T(?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))?"
                  r"(?P<tz>Z|[+-]\d\d:?\d\d)? " + IDENT)
 UNIX = re.compile(r"(?P<epoch>\d{9,11})(?:\.(?P<frac>\d{1,6}))? " + IDENT)
-# `-o short-full`: `Sun 2026-03-01 22:41:10 CET host ident[pid]: `; `-o short-monotonic`: `[ 1234.567890] ...`.
+# `-o short-full`: `Sun 2026-03-01 22:41:10 CET host ident[pid]: `; `-o short-monotonic`: `[ 1234.567890] ...`, and
+# `-o short-delta` the same with the time since the entry before (`[ 1234.567890 <    0.000123 >] `, blank on the
+# first).
 FULL = re.compile(r"(?P<dow>[A-Z][a-z]{2}) (?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,6}))? "
                   r"(?P<zone>[A-Z]{2,5}|[+-]\d\d:?\d\d) " + IDENT)
-MONOTONIC = re.compile(r"\[\s*(?P<mono>\d+\.\d+)\] " + IDENT)
+MONOTONIC = re.compile(r"\[\s*(?P<mono>\d+\.\d+)(?:\s*<\s*\d+\.\d+\s*>)?\s*\] " + IDENT)
 # `docker logs -t` and other tools put an RFC 3339 or `date time` stamp and one space before the line, which may
 # itself begin with spaces (a traceback's frames).
 STAMPED = re.compile(r"(?P<date>\d{4}-\d\d-\d\d)[T ](?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))?"
@@ -207,9 +209,22 @@ def json_text(value: object) -> str | None:
     return text
 
 
+# `-o json-seq` puts an ASCII record separator before each object (RFC 7464), `-o json-sse` a server-sent event's
+# `data: ` (and a blank line after it).
+JSON_RECORD_LEADS = ("\x1e", "data: ")
+
+
+def _json_record(line: str) -> str:
+    """The JSON object of a `-o json`, `-o json-seq` or `-o json-sse` line."""
+    for lead in JSON_RECORD_LEADS:
+        if line.startswith(lead):
+            return line[len(lead):]
+    return line
+
+
 def read_json(line: str, ctx: TimeContext) -> Envelope:
     try:
-        record = bounded_json.loads(line)
+        record = bounded_json.loads(_json_record(line))
     except ValueError:
         return Envelope(None, None, None, None, line)
     if not isinstance(record, dict):
@@ -462,7 +477,7 @@ def detect_format(sample: Iterable[str]) -> str:
     lines = [ln for ln in sample if ln.strip() and not ln.startswith("-- ")]
     if not lines:
         return "plain"
-    if sum(ln.lstrip().startswith("{") and '"MESSAGE"' in ln for ln in lines) >= len(lines) * 0.5:
+    if sum(_json_record(ln).lstrip().startswith("{") and '"MESSAGE"' in ln for ln in lines) >= len(lines) * 0.5:
         return "journal-json"
     if sum(_is_dynamo_json(ln) for ln in lines) >= len(lines) * 0.5:
         return "dynamo-jsonl"
@@ -520,7 +535,7 @@ def infer_context(fmt: str, sample: Iterable[str], fallback_year: int) -> TimeCo
 
 def _offset_from_json(line: str) -> timedelta | None:
     try:
-        record = bounded_json.loads(line)
+        record = bounded_json.loads(_json_record(line))
     except ValueError:
         return None
     if not isinstance(record, dict):

@@ -42,6 +42,21 @@ def _stamp_head(line: str) -> tuple[str, ...] | None:
     return _head(line) if STAMP_START.match(line.strip()) else None
 
 
+# journalctl's output modes that spread one entry over several lines (a field a line): logmine reads the modes
+# that keep an entry on one line, and says which to ask for.
+JOURNAL_FIELD = r"_{0,2}[A-Z][A-Z0-9_]*"
+JOURNAL_RECORD_LINES = {
+    "json-pretty": re.compile(rf'^(?:[{{}}]|\t"{JOURNAL_FIELD}" : .*)$'),
+    "verbose": re.compile(rf"^(?:    {JOURNAL_FIELD}=.*"
+                          r"|[A-Z][a-z]{2} \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \S+ \[s=.*)$"),
+    "export": re.compile(rf"^{JOURNAL_FIELD}=.*$"),
+}
+
+
+def _journal_record_mode(line: str) -> tuple[str, ...] | None:
+    return next(((mode,) for mode, regex in JOURNAL_RECORD_LINES.items() if regex.match(line)), None)
+
+
 @dataclass(frozen=True)
 class LineShape:
     name: str
@@ -52,6 +67,11 @@ class LineShape:
 
 
 LINE_SHAPES: tuple[LineShape, ...] = (
+    LineShape("journal-record", "journal entries one field a line, as `journalctl -o {}` writes them (logmine "
+              "reads `-o json` or `-o short-iso`, an entry a line)", _journal_record_mode,
+              '\t"MESSAGE" : "[2026-03-01 23:45:58 TP0] Load weight begin. avail mem=78.64 GB",',
+              "journal entries one field a line, as `journalctl -o json-pretty` writes them (logmine reads `-o json` "
+              "or `-o short-iso`, an entry a line)"),
     LineShape("json", "JSON objects with keys {}", _json_keys,
               '{"time": "2026-03-01T22:00:00Z", "level": "info", "target": "worker", "message": "started"}',
               "JSON objects with keys time, level, target, message"),

@@ -18,6 +18,8 @@ from logmine import api
 from logmine.ingest.logs import BatchAppender, SourceReport
 from logmine.store import ensure_tables, typed_table
 
+from . import journal_export
+
 MESSAGES = [
     "[2026-03-01 23:45:58 TP0] Load weight begin. avail mem=78.64 GB",
     "[2026-03-01 23:45:59 TP0] KV Cache is allocated. #tokens: 1743556, K size: 29.93 GB, V size: 29.93 GB",
@@ -76,6 +78,36 @@ def test_every_journal_output_mode_gives_the_same_events(tmp_path: Path, fmt: st
     assert con.execute("SELECT tokens, k_size_gib FROM kv_cache").fetchall() == [(1743556, 29.93)]
     first = con.execute("SELECT strftime(ts, '%Y-%m-%d %H:%M:%S') FROM lines WHERE kind = 'load_weight_begin'")
     assert first.fetchone()[0] == "2026-03-01 23:45:58"
+
+
+ONE_ENTRY_A_LINE = {"short-delta": "journal-monotonic", "short-iso-precise": "journal-iso", "with-unit": "journal-full",
+                    "json-seq": "journal-json", "json-sse": "journal-json"}
+ONE_FIELD_A_LINE = ("json-pretty", "verbose", "export")
+
+
+@pytest.mark.skipif(not journal_export.available(), reason="needs journalctl and systemd-journal-remote")
+@pytest.mark.parametrize("mode", [*ONE_ENTRY_A_LINE, *ONE_FIELD_A_LINE])
+def test_journalctls_other_output_modes(tmp_path: Path, mode: str) -> None:
+    """What the real `journalctl -o MODE` prints of a journal file. Read as the short modes are where a mode keeps
+    an entry on one line (short-delta and json-sse were read as plain text, json-seq's record separator failed
+    every record); said to be unread, with the mode to ask for, where it spreads an entry over lines."""
+    journal = tmp_path / "sglang.journal"
+    journal_export.append_entries(journal, journal_export.entries_from_short("\n".join(
+        envelope_lines("short")).encode()))
+    log = tmp_path / f"journal-{mode}.txt"
+    log.write_bytes(subprocess.run(["journalctl", "--file", str(journal), "-o", mode, "--no-pager"],
+                                   capture_output=True, check=True).stdout)
+    report, con = ingest(tmp_path, [log])
+    if mode in ONE_ENTRY_A_LINE:
+        assert report["sources"][0]["format"] == ONE_ENTRY_A_LINE[mode]
+        kinds = con.execute("SELECT kind FROM lines WHERE kind IS DISTINCT FROM 'blank' ORDER BY line_no").fetchall()
+        assert [k for (k,) in kinds] == ["load_weight_begin", "kv_cache_allocated", "http_request",
+                                         "systemd_main_exited"]
+        assert con.execute("SELECT tokens FROM kv_cache").fetchall() == [(1743556,)]
+    else:
+        shape = con.execute("SELECT shape FROM new_shape").fetchone()[0]
+        assert shape == (f"lines look like journal entries one field a line, as `journalctl -o {mode}` writes them "
+                         "(logmine reads `-o json` or `-o short-iso`, an entry a line): not a format logmine knows")
 
 
 def test_compressed_inputs(tmp_path: Path) -> None:
