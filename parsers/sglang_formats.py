@@ -560,7 +560,7 @@ MARKER_KINDS = (
     "systemd_main_exited", "systemd_failed_result", "systemd_restart_scheduled", "systemd_start_limit",
     "systemd_failed_start", "systemd_oom_kill", "server_args", "uvicorn_started", "server_ready",
     "sigterm", "sigquit", "rank_dead", "error", "subprocess_crashed", "watchdog_timeout", "uvicorn_finished",
-    "graceful_exit", "exit_code", "kill_process_tree",
+    "graceful_exit", "exit_code", "kill_process_tree", "systemd_stop_timeout",
 )
 # The server process has ended: a later uvicorn start belongs to a new launch, not to a worker of this one.
 PROCESS_END_KINDS = {"uvicorn_finished", "graceful_exit", "exit_code", "sigquit", "subprocess_crashed",

@@ -156,6 +156,15 @@ def test_a_cuda_kernels_assertion_is_the_cause_not_the_launch_failure_after_it(i
             "sigquit)") in text, text
 
 
+def test_a_stop_that_timed_out_says_systemd_killed_the_server(ingested) -> None:
+    """`systemctl stop` of a server still draining after TimeoutStopSec: systemd kills it. The run "was stopped;
+    Main process exited, code=killed, status=9/KILL", with nothing to say the stop took 90 s and was forced."""
+    con = ingested(DATA / "stop_timeout.log")
+    assert runs_of(con, "end_reason", "end_detail", "cause") == [[
+        "stopped", "killed by systemd 90 s after systemctl stop, when it had not stopped within the unit's stop "
+        "timeout (Main process exited, code=killed, status=9/KILL)", None]]
+
+
 def test_a_library_line_the_server_outlived_is_no_cause(tmp_path: Path, ingested) -> None:
     """NCCL's `ibv_open_device failed for mlx5_3, skipping` while the server starts: a ready, serving server
     "crashed after it was ready: communication set-up failure". The same kind of line after it was ready, where

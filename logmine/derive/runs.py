@@ -429,7 +429,7 @@ def end_reason(r: Run, is_last: bool, cause: Cause | None = None,
     detail = exited.exit_text() if exited else None
     if r.has("systemd_stopping"):
         # systemctl stop/restart: SGLang kills itself with SIGKILL, which is still an operator stop.
-        return ("stopped" if is_last else "restarted"), detail or "systemctl stop"
+        return ("stopped" if is_last else "restarted"), stop_words(r) or detail or "systemctl stop"
     crash = next((m for m in r.markers if m.kind in CRASH_KINDS and m.line_no not in cause.not_failures), None)
     failed_exit = exited is not None and (exited.exit_status or "").split("/")[0] != "0"
     died = cause.sign is not None and cause.sign.source in ("error", "line")
@@ -453,6 +453,21 @@ def end_reason(r: Run, is_last: bool, cause: Cause | None = None,
     if cause.exit_trace is not None:
         return "ended", "no shutdown line; exit-time warnings show the process was ended"
     return "running", None
+
+
+def stop_words(r: Run) -> str | None:
+    """How a `systemctl stop` ended where the server outlived the unit's stop timeout (TimeoutStopSec) and systemd
+    killed it; None where it stopped in time."""
+    timed_out = r.first("systemd_stop_timeout")
+    if timed_out is None:
+        return None
+    stopping = r.first("systemd_stopping")
+    after = ""
+    if stopping is not None and stopping.ts is not None and timed_out.ts is not None:
+        after = f" {(timed_out.ts - stopping.ts).total_seconds():.0f} s"
+    exited = r.first("systemd_main_exited")
+    how = f" ({exited.exit_text()})" if exited else ""
+    return f"killed by systemd{after} after systemctl stop, when it had not stopped within the unit's stop timeout{how}"
 
 
 def attach_configs(con: duckdb.DuckDBPyConnection, source_id: int, rows: list[dict],
