@@ -536,6 +536,13 @@ FOREIGN = (
             r"(?P<origin>[\w.-]+:\d+:\d+) \[\d+\] NCCL (?P<level>INFO|WARN|ERROR) (?P<detail>.*)",
             "NCCL", "gpu-node-1:4189:4290 [3] NCCL WARN Connect to 10.0.0.2<45123> failed : Connection refused",
             {"topic": "nccl"}),
+    # A CUDA kernel's assertion (torch's CUDA_KERNEL_ASSERT), once per failing thread: the real failure behind a
+    # later "device-side assert triggered" or "unspecified launch failure".
+    Pattern("cuda_assert", "notices",
+            r"(?P<origin>\S+\.(?:cu|cuh|cpp|h)):\d+: (?P<detail>.*?block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] "
+            r"Assertion .*)", "torch",
+            "/pytorch/aten/src/ATen/native/cuda/Indexing.cu:1289: indexSelectLargeIndex: block: [118,0,0], thread: "
+            "[32,0,0] Assertion `srcIndex < srcSelectDimSize` failed.", {"topic": "cuda_assert", "level": "FATAL"}),
     Pattern("library_log", "notices", r"\[(?P<origin>transformers|aiter|ERROR)\] (?P<detail>.*)", "libraries",
             "[transformers] Unrecognized keys in `rope_parameters`", {"topic": "library"}),
 )
