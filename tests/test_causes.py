@@ -166,6 +166,18 @@ def test_a_stop_that_timed_out_says_systemd_killed_the_server(ingested) -> None:
         "timeout (Main process exited, code=killed, status=9/KILL)", None]]
 
 
+def test_servers_a_router_launches_together_are_one_run(ingested) -> None:
+    """`python -m sglang_router.launch_server --dp-size 4`: one server per DP rank, each with its own dump (its own
+    port and GPU), their lines interleaved. The summary told 4 starts, 3 of them "ended (no shutdown line)" before
+    they loaded, and a configuration change port 31000 -> 31347."""
+    con = ingested(DATA / "router_dp_workers.log")
+    assert runs_of(con) == [[1, 1, 5, "ready_line", "running", None, None, None, None]]
+    runs = api.query(con, "runs")
+    assert (runs["ranks"].tolist(), runs["kv_tokens"].tolist(), runs["decode_batches"].tolist()) == \
+        ([4], [454000], [8])
+    assert con.execute("SELECT count(*) FROM config_diffs").fetchone() == (0,)
+
+
 def test_a_library_line_the_server_outlived_is_no_cause(tmp_path: Path, ingested) -> None:
     """NCCL's `ibv_open_device failed for mlx5_3, skipping` while the server starts: a ready, serving server
     "crashed after it was ready: communication set-up failure". The same kind of line after it was ready, where

@@ -329,6 +329,16 @@ def launch_starts(lifetimes: list[tuple[int, int]]) -> set[int]:
     return starts
 
 
+LAUNCHED_TOGETHER_S = 60  # between the dumps of servers one launcher starts at once (each loads for longer)
+
+
+def launched_together(earlier: object, later: object) -> bool:
+    """Whether two dumps' times are those of servers started at once (unknown times are not)."""
+    if earlier is None or later is None:
+        return False
+    return abs((later - earlier).total_seconds()) <= LAUNCHED_TOGETHER_S
+
+
 def run_starts(markers: list[Marker], pid_launches: set[int], first_line: int,
                has_systemd: bool | None = None) -> list[int]:
     """First line of each run: a run is one launch of the server, with all its worker processes.
@@ -336,16 +346,21 @@ def run_starts(markers: list[Marker], pid_launches: set[int], first_line: int,
     Under systemd a run begins with the unit's `Starting` (or a `Started` without one). Elsewhere it
     begins where a new process lifetime begins (`launch_starts`), at a second `server_args=` dump
     within one run, or at a uvicorn `Started server process` after the run's process has ended (several
-    tokenizer workers each log one while the launch is starting).
+    tokenizer workers each log one while the launch is starting). A dump that follows the run's last one
+    within LAUNCHED_TOGETHER_S, while that run is still starting, is a server launched beside it
+    (`sglang_router.launch_server` starts one server per DP rank, each with its own dump): the same run.
     """
     if has_systemd is None:
         has_systemd = under_systemd(markers)
     starts = [first_line]
     previous_systemd = None
-    run_has_args = run_has_ended = run_launch_failed = False
-    events = [(m.line_no, m.kind) for m in markers] + [(line, "launch") for line in pid_launches]
-    for line_no, kind in sorted(events):
+    run_has_args = run_has_ended = run_launch_failed = run_is_past_start = False
+    last_dump_ts = None
+    events = [(m.line_no, m.kind, m.ts) for m in markers] + [(line, "launch", None) for line in pid_launches]
+    for line_no, kind, ts in sorted(events, key=lambda event: event[:2]):
         new_run = False
+        if kind in ("server_ready", "error"):
+            run_is_past_start = True
         if has_systemd:
             new_run = kind == "systemd_starting" or (
                 kind == "systemd_started" and previous_systemd != "systemd_starting")
@@ -354,7 +369,9 @@ def run_starts(markers: list[Marker], pid_launches: set[int], first_line: int,
         elif kind == "launch":
             new_run = True
         elif kind == "server_args":
-            new_run = run_has_args or run_launch_failed
+            beside = run_has_args and not (run_has_ended or run_is_past_start) and launched_together(last_dump_ts, ts)
+            new_run = (run_has_args and not beside) or run_launch_failed
+            last_dump_ts = ts
         elif kind == "launch_failure":
             # A launch that died before its dump is a run of its own, unless it is the run under way's.
             new_run = run_has_args or run_has_ended or run_launch_failed
@@ -364,7 +381,7 @@ def run_starts(markers: list[Marker], pid_launches: set[int], first_line: int,
         elif kind in PROCESS_END_KINDS:
             run_has_ended = True
         if new_run:
-            run_has_args, run_has_ended = kind == "server_args", False
+            run_has_args, run_has_ended, run_is_past_start = kind == "server_args", False, False
             run_launch_failed = kind == "launch_failure"
             if line_no > starts[-1]:
                 starts.append(line_no)
