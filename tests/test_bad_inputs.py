@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import duckdb
 import zstandard
 
 REPO = Path(__file__).resolve().parents[1]
@@ -88,6 +89,30 @@ def test_a_utf16_log_is_named_for_what_it_is_and_costs_no_other_input(tmp_path: 
         f"logmine: {tmp_path}/{name}:1: UTF-16 text (as PowerShell's `>` writes it), not UTF-8: convert it first, "
         f"e.g. `iconv -f UTF-16 -t UTF-8 {tmp_path}/{name} > {tmp_path}/{name}.utf8`"
         for name in ("bom.log", "plain.log")]
+
+
+def test_the_hole_a_copytruncate_rotation_leaves_is_dropped_and_said(tmp_path: Path) -> None:
+    """logrotate's `copytruncate` empties the file while the server writes on at its old offset: the file begins
+    with that many NUL bytes. It was refused as "UTF-16 text", and inside a large file the NULs joined the first
+    line, which was then untyped."""
+    from logmine import api
+
+    text = JOURNAL.read_bytes()
+    (tmp_path / "rotated.log").write_bytes(b"\x00" * (5 << 20) + text)  # more than one block of holes
+    head = b"".join(text.splitlines(keepends=True)[:10])
+    (tmp_path / "small.log").write_bytes(b"\x00" * 65536 + head)
+    # A machine that lost power: the file's last blocks were allocated, never written.
+    (tmp_path / "crashed.log").write_bytes(text + b"\x00" * 40000)
+    report = api.ingest([str(tmp_path / name) for name in ("rotated.log", "small.log", "crashed.log")],
+                        db=tmp_path / "t.duckdb").as_dict()
+    assert [(s["format"], s["lines_untyped"], s["hole_bytes"]) for s in report["sources"]] == [
+        ("journal-short", 0, 5 << 20), ("journal-short", 0, 65536), ("journal-short", 0, 40000)]
+    con = duckdb.connect(str(tmp_path / "t.duckdb"), read_only=True)
+    first = con.execute("SELECT message FROM lines WHERE line_no = 1 ORDER BY source_id").fetchall()
+    assert [m.encode() for (m,) in first] == [text.split(b"\n")[0]] * 3
+    # The crashed file's NULs are its unfinished last line, read again when the file grows.
+    assert con.execute("SELECT lines_ingested, size_bytes - bytes_ingested FROM sources ORDER BY source_id"
+                       ).fetchall() == [(1205, 0), (10, 0), (1205, 40000)]
 
 
 def test_a_40_mb_line_costs_no_other_input(tmp_path: Path) -> None:

@@ -48,6 +48,7 @@ from ..inputs.sources import (
     describe_input,
     file_size,
     fingerprint,
+    head_past_hole,
     iter_line_blocks,
     looks_binary,
     looks_utf16,
@@ -103,10 +104,11 @@ class SourceReport:
     note: str | None = None  # what was done and why, when its content was seen before or changed
     new_shape: str | None = None  # lines of a shape logmine does not read (`drift`), once the ingest is derived
     lines_cut: int = 0  # lines longer than `limits.MAX_LINE_BYTES`, stored cut to it
+    hole_bytes: int = 0  # NUL bytes dropped before lines' text: a copytruncate rotation's hole
 
     def as_dict(self) -> dict:
         return {"path": self.path, "source_id": self.source_id, "status": self.status, "note": self.note,
-                "lines_cut": self.lines_cut,
+                "lines_cut": self.lines_cut, "hole_bytes": self.hole_bytes,
                 "format": self.envelope,
                 "lines_read": self.lines_read, "lines_typed": self.lines_typed,
                 "lines_untyped": self.lines_untyped, "by_kind": dict(self.by_kind.most_common()),
@@ -295,6 +297,7 @@ def _read_log(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None, 
                 tables = {name: _with_source_id(data, source_id) for name, data in tables.items()}
             appender.add(tables, report)
             report.lines_cut += parsed.cut_lines
+            report.hole_bytes += parsed.hole_bytes
             if progress:
                 progress(inp.display, start_offset + parsed.consumed, inp.size)
     appender.close()
@@ -407,7 +410,7 @@ def plan_parse(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
         if inp.path == "-" and envelope is None and (transcript := _transcript_format(stream.head)):
             raise InputError(f"-: an agent transcript ({transcript}) on standard input, not a log: save it to a "
                              "file and ingest the file")
-        sample = [line for line, _ in _sample_lines(stream.head)]
+        sample = [line for line, _ in _sample_lines(head_past_hole(inp, stream.head))]
     except BaseException:
         stream.close()
         raise
@@ -469,6 +472,7 @@ class Parsed:
     reopen_line: int | None = None  # first line of a traceback still open at the end, on the final batch
     time: TimeContext | None = None  # the year and month the stamps had reached, on the final batch
     cut_lines: int = 0  # lines of this batch longer than `limits.MAX_LINE_BYTES`, stored cut
+    hole_bytes: int = 0  # NUL bytes of this batch dropped before lines' text (`LineBlock.lines`)
 
 
 def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iterator[Parsed]:
@@ -482,7 +486,7 @@ def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iter
     redactor = Redactor(plan.key_lines_left) if plan.redact else None
     # Every byte read is hashed (`source_identity`): a file edited in place, copied or renamed is recognised.
     hasher = content_hasher() if plan.start_offset == 0 else None
-    line_no, consumed, partial, cut_lines = plan.first_line - 1, 0, False, 0
+    line_no, consumed, partial, cut_lines, hole_bytes = plan.first_line - 1, 0, False, 0, 0
     batch = ColumnBatch()
     try:
         for number, block in enumerate(iter_line_blocks(stream, hasher)):
@@ -493,14 +497,15 @@ def parse_batches(plan: ParsePlan, stream: PeekableStream | None = None) -> Iter
             line_no += len(lines)
             partial, consumed = block.partial_last, block.end_offset
             cut_lines += block.cut_lines
+            hole_bytes += block.hole_bytes
             if len(batch) >= BATCH_LINES or number == 0:
                 yield Parsed(typed_batch(batch.tables(), stats=False), consumed, line_no, partial, False,
-                             cut_lines=cut_lines)
-                batch, cut_lines = ColumnBatch(), 0
+                             cut_lines=cut_lines, hole_bytes=hole_bytes)
+                batch, cut_lines, hole_bytes = ColumnBatch(), 0, 0
         reopen_line = min((err.first_line_no for err in parser.tracebacks.open), default=None)
         parser.finish(batch)
         yield Parsed(typed_batch(batch.tables(), stats=False), consumed, line_no, partial, True,
-                     hasher and hasher.hexdigest(), reopen_line, parser.time, cut_lines)
+                     hasher and hasher.hexdigest(), reopen_line, parser.time, cut_lines, hole_bytes)
     finally:
         if plan.inp.path != "-":
             stream.close()

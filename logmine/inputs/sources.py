@@ -342,16 +342,25 @@ class LineBlock:
     end_offset: int  # bytes consumed from where reading started, through this block's last line
     partial_last: bool  # the last line had no newline (end of input)
     cut_lines: int = 0  # lines longer than the limit, stored cut (`iter_line_blocks`)
+    hole_bytes: int = 0  # NUL bytes dropped before lines' text (`iter_line_blocks`, `lines`)
 
     def lines(self) -> list[tuple[str, bool]]:
-        """Decoded lines with a flag for lines whose bytes were not valid UTF-8."""
+        """Decoded lines with a flag for lines whose bytes were not valid UTF-8. The NUL bytes a line begins
+        with are dropped (and counted in `hole_bytes`): the hole a `copytruncate` log rotation leaves when the
+        server writes on at its old offset, which joins the first line written after it."""
         try:
             text = self.data.decode("utf-8")
         except UnicodeDecodeError:
-            return [decode(raw.removesuffix(b"\r")) for raw in self.data.split(b"\n")]
+            return self._decoded()
         if "\x00" in text:
-            return [decode(raw.removesuffix(b"\r")) for raw in self.data.split(b"\n")]
+            return self._decoded()
         return [(line.removesuffix("\r"), False) for line in text.split("\n")]
+
+    def _decoded(self) -> list[tuple[str, bool]]:
+        raws = self.data.split(b"\n")
+        kept = [raw.lstrip(b"\x00") for raw in raws]
+        self.hole_bytes += sum(len(raw) - len(text) for raw, text in zip(raws, kept, strict=True))
+        return [decode(raw.removesuffix(b"\r")) for raw in kept]
 
     def columns(self) -> tuple[pa.StringArray, np.ndarray]:
         """The lines as an Arrow column, with a flag per line for bytes that were not valid UTF-8."""
@@ -382,6 +391,7 @@ def iter_line_blocks(stream: PeekableStream, hasher: hashlib._Hash | None = None
     carry = b""
     carry_dropped = 0  # bytes of the unfinished line in `carry` read past its cut
     consumed = 0
+    hole = 0  # NUL bytes dropped where a line begins (a copytruncate hole, `LineBlock.lines`), not yet reported
     while True:
         interrupts.check()  # between blocks, even inside one line of gigabytes
         block = stream.read_block()
@@ -390,9 +400,14 @@ def iter_line_blocks(stream: PeekableStream, hasher: hashlib._Hash | None = None
         if not block:
             if carry:
                 data, cut_lines = cut_long_lines(carry, max_line, carry_dropped)
-                yield LineBlock(data, consumed + len(carry) + carry_dropped, True, cut_lines)
+                yield LineBlock(data, consumed + hole + len(carry) + carry_dropped, True, cut_lines, hole)
             return
         data = carry + block
+        if not carry:  # a line begins here: a hole of any size is dropped as it is read, never held
+            text = data.lstrip(b"\x00")
+            hole, data = hole + len(data) - len(text), text
+            if not data:
+                continue
         cut = data.rfind(b"\n")
         if cut < 0:
             if len(data) > max_line:  # keep one byte over, so the line is known to be cut
@@ -400,10 +415,11 @@ def iter_line_blocks(stream: PeekableStream, hasher: hashlib._Hash | None = None
                 data = data[:max_line + 1]
             carry = data
             continue
-        consumed += cut + 1 + carry_dropped
+        consumed += hole + cut + 1 + carry_dropped
         lines, cut_lines = cut_long_lines(data[:cut], max_line, carry_dropped)
-        carry, carry_dropped = data[cut + 1:], 0
-        yield LineBlock(lines, consumed, False, cut_lines)
+        block = LineBlock(lines, consumed, False, cut_lines, hole)
+        carry, carry_dropped, hole = data[cut + 1:], 0, 0
+        yield block
 
 
 def cut_long_lines(data: bytes, max_line: int, first_dropped: int = 0) -> tuple[bytes, int]:
@@ -450,11 +466,37 @@ def looks_utf16(head: bytes) -> bool:
     byte of every other byte that ASCII text has in it."""
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         return True
-    sample = head[:4096]
+    sample = without_hole(head)[:4096]
     if len(sample) < 64:
         return False
     most = len(sample) * 0.45  # nine in ten of the odd (little-endian) or even (big-endian) bytes
-    return sample[1::2].count(0) > most or sample[0::2].count(0) > most
+    few = len(sample) * 0.05  # and the others text
+    odd, even = sample[1::2].count(0), sample[0::2].count(0)
+    return (odd > most and even < few) or (even > most and odd < few)
+
+
+def without_hole(head: bytes) -> bytes:
+    """The first bytes of a file without the NUL bytes it begins with: the hole a `copytruncate` log rotation
+    leaves when the server writes on at its old offset (`iter_line_blocks` drops them)."""
+    return head.lstrip(b"\x00")
+
+
+HOLE_SCAN_BYTES = 1 << 20
+NUL_RUN = re.compile(rb"\x00{16,}")
+
+
+def head_past_hole(inp: Input, head: bytes) -> bytes:
+    """The first SNIFF_BYTES of text of `inp`, past the hole it begins with (read on from the file itself where
+    the hole is longer than `head`, the first bytes read)."""
+    text = without_hole(head)
+    if text or len(head) < SNIFF_BYTES or not inp.resumable:
+        return text
+    with open(inp.path, "rb") as f:
+        f.seek(len(head))
+        while chunk := f.read(HOLE_SCAN_BYTES):
+            if text := chunk.lstrip(b"\x00"):
+                return text[:SNIFF_BYTES] + f.read(max(0, SNIFF_BYTES - len(text)))
+    return b""
 
 
 def looks_binary(head: bytes) -> bool:
@@ -462,9 +504,9 @@ def looks_binary(head: bytes) -> bool:
     text (control characters, or bytes that are not UTF-8): not a log. Random bytes are nearly half no
     text, so they are refused every time, where control characters alone (an eighth of them) left it to
     chance; a log with Latin-1 letters here and there stays a log."""
-    if not head:
+    sample = NUL_RUN.sub(b"", head[:8192])  # holes (`without_hole`), and the NULs a crash leaves at a file's end
+    if not sample:
         return False
-    sample = head[:8192]
     nul = sample.count(0)
     control = sum(1 for b in sample if b < 9 or 13 < b < 32)
     not_utf8 = sample.decode("utf-8", errors="replace").count("\ufffd") if not sample.isascii() else 0
@@ -588,7 +630,8 @@ def _reads_like_a_log(path: Path) -> bool:
             head = f.read(SNIFF_BYTES)
     except OSError:
         return False
-    return not looks_binary(head) and looks_like_a_log(head.decode("utf-8", errors="replace").splitlines()[:200])
+    return not looks_binary(head) and looks_like_a_log(
+        without_hole(head).decode("utf-8", errors="replace").splitlines()[:200])
 
 
 def walk_directory(root: Path, found: SortedInputs, walked: set[tuple[int, int]], other_files: list[Path],

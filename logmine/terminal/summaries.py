@@ -28,6 +28,9 @@ def summary_text(summary: dict) -> str:
 
             out.append(f"  {s['lines_cut']:,} lines longer than {MAX_LINE_BYTES.value():,} bytes stored cut to it "
                        "(they end in `…[logmine: line cut, N bytes]`)")
+        if s.get("hole_bytes"):
+            out.append(f"  {s['hole_bytes']:,} NUL bytes where lines begin dropped (the hole a copytruncate log "
+                       "rotation leaves at a file's start, or a crash at its end)")
         if s["untimed_markers"]:
             out.append(f"  {s['untimed_markers']:,} start, stop or exit lines have no time of their own (as in "
                        "`journalctl -o cat`): runs may miss the times only they show")
