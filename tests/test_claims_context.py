@@ -25,6 +25,8 @@ MESSAGES = [
     "It came up in 1 min 55 s.",
     "Raising the ratio grew the host pool by 40 GB.",
     "The load took 3 minutes.",
+    "The first start took 81 seconds to become ready.",
+    "The failed start asked for 120 GB of host memory with only 88 GB free.",
 ]
 
 
@@ -86,3 +88,12 @@ def test_numbers_that_state_no_figure_of_the_run_are_no_errors(claims: dict) -> 
 
 def test_a_wrong_figure_is_still_an_error(claims: dict) -> None:
     assert claims["The load took 3 minutes."] == [("3 minutes", "inconsistent", 3)]
+
+
+def test_words_of_a_start_and_of_the_failed_one(claims: dict) -> None:
+    """"to become ready" names the load time; "asked for" and "failed" look back to the run that failed on the host
+    pool: both were unverifiable."""
+    assert claims["The first start took 81 seconds to become ready."] == [
+        ("81 seconds to become ready", "consistent", 1)]
+    failed = claims["The failed start asked for 120 GB of host memory with only 88 GB free."]
+    assert [(v, run) for _, v, run in failed] == [("consistent", 2), ("consistent", 2)]
