@@ -27,6 +27,11 @@ MESSAGES = [
     "The load took 3 minutes.",
     "The first start took 81 seconds to become ready.",
     "The failed start asked for 120 GB of host memory with only 88 GB free.",
+    "Server is up: it took 1m 55s to load.",
+    "KV cache: 0.3M tokens per GPU.",
+    "The HiCache host pool is 80.2GB/rank.",
+    "Total KV across both GPUs: ~74.7 GiB.",
+    "It came back after ~2 min.",
 ]
 
 
@@ -53,8 +58,13 @@ def judged(folder: Path, day: str) -> dict[str, list[tuple]]:
 
 
 @pytest.fixture(scope="module")
-def claims(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[tuple]]:
-    return judged(tmp_path_factory.mktemp("claims"), "2026-03-12")
+def claims_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("claims")
+
+
+@pytest.fixture(scope="module")
+def claims(claims_folder: Path) -> dict[str, list[tuple]]:
+    return judged(claims_folder, "2026-03-12")
 
 
 def test_a_session_days_from_every_run_speaks_of_none(tmp_path: Path) -> None:
@@ -97,3 +107,19 @@ def test_words_of_a_start_and_of_the_failed_one(claims: dict) -> None:
         ("81 seconds to become ready", "consistent", 1)]
     failed = claims["The failed start asked for 120 GB of host memory with only 88 GB free."]
     assert [(v, run) for _, v, run in failed] == [("consistent", 2), ("consistent", 2)]
+
+
+def test_figures_as_agents_abbreviate_them(claims: dict) -> None:
+    """"1m 55s" was read as 55 s and called an error; "0.3M", "80.2GB/rank" and a unit before a full stop ("74.7
+    GiB.") were not read at all; a label before a colon ("Total KV across both GPUs: ~74.7 GiB") names the figure
+    after it, which was matched to the host pool by its value alone."""
+    assert claims["Server is up: it took 1m 55s to load."] == [("1m 55s to load", "consistent", 3)]
+    assert claims["KV cache: 0.3M tokens per GPU."] == [("0.3M tokens per GPU", "consistent", 3)]
+    assert claims["The HiCache host pool is 80.2GB/rank."] == [("80.2GB", "consistent", 3)]
+    assert claims["It came back after ~2 min."] == [("~2 min", "consistent", 3)]
+
+
+def test_a_label_before_a_colon_names_the_figure(claims: dict, claims_folder: Path) -> None:
+    with api.open_db(claims_folder / "t.duckdb") as con:
+        assert con.execute("SELECT quantity, scope, verdict, measured_figure FROM claims WHERE text = '~74.7 GiB'"
+                           ).fetchall() == [("kv_size", "total", "consistent", "74.72 GiB")]

@@ -115,6 +115,13 @@ def clause_of(sent: Span) -> list[int]:
     return numbers
 
 
+def labelled(sent: Span, clauses: list[int], clause: int) -> set[int]:
+    """The clauses whose words name a number of `clause`: its own, and where it follows a colon the label before
+    it ("Total KV across both GPUs: ~74.7 GiB")."""
+    first = clauses.index(clause)
+    return {clause, clause - 1} if clause and sent[first].text == ":" else {clause}
+
+
 def claim_text(sent: Span, ent: Span, clauses: list[int], start_char: int) -> str:
     """The claim as written: from its expression or number to the end of its clause or the next
     quantity (at most 10 tokens)."""
@@ -157,8 +164,9 @@ def cues(sent: Span, ent: Span, q: Quantity, hits: dict[str, list],
     """The scopes the number's clause names, and the cues of its dimension in the sentence as
     (quantity name, strong, distance in tokens): strong when nearest in the clause, nothing between."""
     clause = clauses[ent.start - sent.start]
-    scopes = {name for name, s, _ in hits["scope"] if clauses[s - sent.start] == clause}
-    domains = {name for name, s, _ in hits["domain"] if clauses[s - sent.start] == clause}
+    own = labelled(sent, clauses, clause)
+    scopes = {name for name, s, _ in hits["scope"] if clauses[s - sent.start] in own}
+    domains = {name for name, s, _ in hits["domain"] if clauses[s - sent.start] in own}
     wanted_scopes = ["rank", "total", "node"] if len(scopes) != 1 else sorted(scopes)
     others = [e.start for e in sent.ents if e.label_ == "QUANTITY" and e != ent]
 
@@ -167,9 +175,9 @@ def cues(sent: Span, ent: Span, q: Quantity, hits: dict[str, list],
     def distance(start: int, end: int) -> int:
         return start - ent.end if start >= ent.end else ent.start - end
 
-    other_figure = {name for name, s, _ in hits["not_with"] if clauses[s - sent.start] == clause}
+    other_figure = {name for name, s, _ in hits["not_with"] if clauses[s - sent.start] in own}
     in_clause = [(distance(s, e), name, s, e) for name, s, e in hits["cue"]
-                 if clauses[s - sent.start] == clause and not ent.start <= s < ent.end]
+                 if clauses[s - sent.start] in own and not ent.start <= s < ent.end]
     nearest = min((d for d, *_ in in_clause), default=None)
     found = []
     for name, start, end in hits["cue"]:
@@ -179,7 +187,7 @@ def cues(sent: Span, ent: Span, q: Quantity, hits: dict[str, list],
             continue
         between = range(end, ent.start) if start < ent.start else range(ent.end, start)
         # a cue with another quantity between it and this number speaks of that one
-        strong = (clauses[start - sent.start] == clause and distance(start, end) == nearest
+        strong = (clauses[start - sent.start] in own and distance(start, end) == nearest
                   and not any(o in between for o in others))
         found.append((name, strong, distance(start, end)))
     return wanted_scopes, found

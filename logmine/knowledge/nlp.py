@@ -85,9 +85,12 @@ def _tokenizer(nlp: Language, spec: dict, class_marks: list[str]) -> Tokenizer:
     # A kept-whole chunk never ends in punctuation: "sglang-kimi.service." loses its full stop.
     whole = re.compile("|".join(f"(?:{rx})" for rx in spec["keep_whole"]))
     glued = "|".join(re.escape(u) for u in sorted(spec["split_after_number"], key=len, reverse=True))
-    suffixes = [*nlp.Defaults.suffixes, rf"(?<=[0-9])(?:{glued})$", "`", r"\*+"]
+    # English splits a full stop off a word that ends in a lower-case letter only ("GiB." would be one token).
+    after_unit = "|".join(f"(?<={re.escape(u)})" for u in spec["split_after_number"] if u[-1:].isupper())
+    suffixes = [*nlp.Defaults.suffixes, rf"(?<=[0-9])(?:{glued})$", rf"(?:{after_unit})\.$", "`", r"\*+"]
     prefixes = [*nlp.Defaults.prefixes, "`", r"\*+"]
-    infixes = [*nlp.Defaults.infixes, spec["split_name_value"]]
+    # "80.2GB/rank": the slash splits the chunk, and the pieces are not split again.
+    infixes = [*nlp.Defaults.infixes, spec["split_name_value"], rf"(?<=[0-9])(?:{glued})(?=/)"]
     # English keeps "s." and "h." as abbreviations: "took 38.7 s." must end in the unit and a full stop.
     rules = {k: v for k, v in nlp.tokenizer.rules.items() if not re.fullmatch(r"[A-Za-z]\.", k)}
     return Tokenizer(
