@@ -32,6 +32,7 @@ MESSAGES = [
     "The HiCache host pool is 80.2GB/rank.",
     "Total KV across both GPUs: ~74.7 GiB.",
     "It came back after ~2 min.",
+    "| figure | this start |\n|---|---|\n| load time | 115 s |\n| KV pool | 306,048 tokens per rank |",
 ]
 
 
@@ -123,3 +124,9 @@ def test_a_label_before_a_colon_names_the_figure(claims: dict, claims_folder: Pa
     with api.open_db(claims_folder / "t.duckdb") as con:
         assert con.execute("SELECT quantity, scope, verdict, measured_figure FROM claims WHERE text = '~74.7 GiB'"
                            ).fetchall() == [("kv_size", "total", "consistent", "74.72 GiB")]
+
+
+def test_a_markdown_tables_cells(claims: dict) -> None:
+    """A claim ended at the next quantity or its clause's end, so a cell's ran on over the bars ('115 s |')."""
+    assert claims["| figure | this start |"] == [("115 s", "consistent", 3),
+                                                  ("306,048 tokens per rank", "consistent", 3)]

@@ -130,8 +130,8 @@ def claim_text(sent: Span, ent: Span, clauses: list[int], start_char: int) -> st
     operators = {*knowledge()["arithmetic_operators"], "="}
     end = ent.end
     while (end < sent.end and clauses[end - sent.start] == clause and end not in starts and end - ent.end < 10
-           and not (end == ent.end and sent.doc[end].text in operators)):
-        end += 1
+           and not (end == ent.end and sent.doc[end].text in operators) and sent.doc[end].text != "|"):
+        end += 1  # (a markdown table's cell ends at its bar)
     while end > ent.end and (sent.doc[end - 1].is_punct or sent.doc[end - 1].text in operators):
         end -= 1  # "44.77 GB x 8 =" before the next quantity, "+3.82 GB per GPU -" before "->"
     last = sent.doc[end - 1]
