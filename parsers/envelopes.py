@@ -52,6 +52,9 @@ KUBECTL = re.compile(r"\[pod/(?P<host>[^/\]\s]+)/(?P<ident>[^\]\s]+)\] (?:(?P<da
 # one file are two servers, as two pods are.
 COMPOSE = re.compile(r"(?:\x1b\[[0-9;]*m)?(?P<host>[\w.-]+) +\|(?: |$)(?:\x1b\[0m)?(?:(?P<date>\d{4}-\d\d-\d\d)T"
                      r"(?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))?(?P<tz>Z|[+-]\d\d:?\d\d)? )?")
+# Slurm's `srun --label` (`-l`): the task's number before each line, right-aligned to the widest one's, and `: `.
+# A multi-node launch runs one task per node: the task is stored as the host.
+SLURM_LABEL = re.compile(r" *(?P<task>\d+): ")
 SGLANG_DATE = re.compile(r"\[(?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)")
 JOURNAL_HEADER_YEAR = re.compile(r"-- (?:Logs begin at|Journal begins at) \w+ (?P<year>\d{4})-")
 
@@ -104,7 +107,7 @@ DYNAMO_FORMATS: tuple[EnvelopeFormat, ...] = (
 RANKLESS_FORMATS = frozenset(f.name for f in DYNAMO_FORMATS if f.drops_ranks)
 
 FORMATS = ("journal-short", "journal-iso", "journal-full", "journal-unix", "journal-monotonic", "journal-json",
-           "dynamo", "dynamo-jsonl", "stamped", "kubectl", "compose", "plain")
+           "dynamo", "dynamo-jsonl", "stamped", "kubectl", "compose", "slurm", "plain")
 
 
 @dataclass
@@ -183,6 +186,14 @@ def regex_reader(regex: re.Pattern[str], time_of: Callable[[re.Match[str], TimeC
         return Envelope(time_of(m, ctx), fields.get("host"), fields.get("ident"),
                         bounded_int(fields.get("pid"), PID_LIMIT), line[m.end():])
     return read
+
+
+def read_slurm(line: str, ctx: TimeContext) -> Envelope:
+    """`srun --label`: the task, as the host (`task 1`); no time of its own."""
+    m = SLURM_LABEL.match(line)
+    if not m:
+        return Envelope(None, None, None, None, line)
+    return Envelope(None, f"task {m['task']}", None, None, line[m.end():])
 
 
 def read_plain(line: str, ctx: TimeContext) -> Envelope:
@@ -288,6 +299,7 @@ READERS: dict[str, Callable[[str, TimeContext], Envelope]] = {
     "stamped": regex_reader(STAMPED, _dated_time),
     "kubectl": regex_reader(KUBECTL, _stamp_time),
     "compose": regex_reader(COMPOSE, _stamp_time),
+    "slurm": read_slurm,
     "plain": read_plain,
 }
 
@@ -486,7 +498,7 @@ def detect_format(sample: Iterable[str]) -> str:
               for name, rx in (("dynamo", DYNAMO), ("journal-short", SHORT), ("journal-iso", ISO),
                                ("journal-full", FULL),
                                ("journal-unix", UNIX), ("journal-monotonic", MONOTONIC), ("stamped", STAMPED),
-                               ("kubectl", KUBECTL), ("compose", COMPOSE))}
+                               ("kubectl", KUBECTL), ("compose", COMPOSE), ("slurm", SLURM_LABEL))}
     best = max(counts, key=lambda k: counts[k])
     return best if counts[best] >= len(lines) * 0.3 else "plain"
 

@@ -193,6 +193,11 @@ def as_compose(records: list[Record], stamps: bool = False) -> list[str]:
             for r, line in zip(records, as_sglang(records), strict=True)]
 
 
+def as_srun_label(records: list[Record]) -> list[str]:
+    """Slurm's `srun --label` of one task: its number and `: ` before each line."""
+    return [f"0: {line}" for line in as_sglang(records)]
+
+
 def as_dynamo(records: list[Record]) -> list[str]:
     """Dynamo's readable line; the rank tag is gone, raw stderr lines stay as they were."""
     return [r.message if r.raw else f"{r.at:%Y-%m-%dT%H:%M:%S.%f}Z {r.level:>5} {r.target}: {r.message}"

@@ -30,6 +30,7 @@ from .shape_fixtures import (
     as_dynamo_jsonl,
     as_kubectl,
     as_sglang,
+    as_srun_label,
     figures,
     launch_records,
     write,
@@ -38,7 +39,8 @@ from .shape_fixtures import (
 
 WRITERS = {"sglang": as_sglang, "dynamo": as_dynamo, "dynamo-jsonl": as_dynamo_jsonl, "kubectl": as_kubectl,
            "kubectl --timestamps": lambda records: as_kubectl(records, stamps=True), "docker -t": as_docker_stamped,
-           "compose": as_compose, "compose -t": lambda records: as_compose(records, stamps=True)}
+           "compose": as_compose, "compose -t": lambda records: as_compose(records, stamps=True),
+           "srun --label": as_srun_label}
 def ingest(tmp_path: Path, paths: list[Path]) -> duckdb.DuckDBPyConnection:
     db = tmp_path / "t.duckdb"
     api.ingest([str(p) for p in paths], db=db)
@@ -89,7 +91,7 @@ def test_dynamo_shapes_give_the_tables_of_sglangs_own_format(by_shape: dict, sha
 
 @pytest.mark.parametrize(("shape", "envelope"), [("kubectl", "kubectl"), ("kubectl --timestamps", "kubectl"),
                                                  ("docker -t", "stamped"), ("compose", "compose"),
-                                                 ("compose -t", "compose")])
+                                                 ("compose -t", "compose"), ("srun --label", "slurm")])
 def test_container_logs_give_the_tables_of_sglangs_own_format(by_shape: dict, shape: str, envelope: str) -> None:
     """`kubectl logs -l app=sglang --prefix` puts the pod before each line: every line was untyped, and the
     ready server "still capturing CUDA graphs when the log ends". Behind `docker logs -t`'s stamp a traceback's
@@ -141,6 +143,15 @@ def test_two_pods_interleaved_in_one_file_are_said_to_fold_together(tmp_path: Pa
     assert line == 10
     summary = api.summary(con)
     assert summary[1].startswith("Read with care: lines of 2 hosts interleaved"), summary
+
+
+def test_srun_label_names_the_task_as_the_host() -> None:
+    lines = ["0: [2026-03-01 22:41:12 TP0] Load weight begin. avail mem=78.64 GB", "12: x", " 3: [2026-03-01] y"]
+    assert detect_format(lines) == "slurm"
+    read = [READERS["slurm"](line, TimeContext(2026)) for line in lines]
+    assert [(e.host, e.ts, e.message) for e in read] == [
+        ("task 0", None, "[2026-03-01 22:41:12 TP0] Load weight begin. avail mem=78.64 GB"), ("task 12", None, "x"),
+        ("task 3", None, "[2026-03-01] y")]
 
 
 @pytest.mark.parametrize("second", ["router-1", "sglang-2"])

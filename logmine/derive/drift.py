@@ -80,4 +80,5 @@ def _interleaved_hosts(con: duckdb.DuckDBPyConnection, source_id: int, envelope:
 
 
 # How to write one host's log alone, by the envelope that interleaved several.
-ONE_HOST_COMMAND = {"kubectl": "`kubectl logs POD`", "compose": "`docker compose logs CONTAINER`"}
+ONE_HOST_COMMAND = {"kubectl": "`kubectl logs POD`", "compose": "`docker compose logs CONTAINER`",
+                    "slurm": "`srun --output=NAME-%t.log`, a file per task"}
