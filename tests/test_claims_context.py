@@ -33,6 +33,8 @@ MESSAGES = [
     "Total KV across both GPUs: ~74.7 GiB.",
     "It came back after ~2 min.",
     "| figure | this start |\n|---|---|\n| load time | 115 s |\n| KV pool | 306,048 tokens per rank |",
+    "| start | ready after | KV pool per rank |\n|:--|--:|--:|\n| first | 81 s | 37.36 GiB |\n| this one | 115 s | "
+    "37.4 GiB |",
 ]
 
 
@@ -130,3 +132,11 @@ def test_a_markdown_tables_cells(claims: dict) -> None:
     """A claim ended at the next quantity or its clause's end, so a cell's ran on over the bars ('115 s |')."""
     assert claims["| figure | this start |"] == [("115 s", "consistent", 3),
                                                   ("306,048 tokens per rank", "consistent", 3)]
+
+
+def test_a_figure_in_a_table_is_what_its_column_says(claims: dict) -> None:
+    """A row of figures under a header ("| first | 81 s | 37.36 GiB |"): no word of the row names them, so they
+    were unverifiable (or matched to any figure of the same value)."""
+    assert claims["| start | ready after | KV pool per rank |"] == [
+        ("81 s", "consistent", 1), ("37.36 GiB", "consistent", 3), ("115 s", "consistent", 3),
+        ("37.4 GiB", "consistent", 3)]

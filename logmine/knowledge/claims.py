@@ -285,10 +285,25 @@ def compound_seconds(sent: Span, ents: list[Span], k: int) -> tuple[Quantity | N
                     first.approximate), nxt
 
 
-def read_claims(doc: Doc, offset: int, sentence_base: int, code: list[tuple[int, int]] = ()) -> list[dict]:
+def header_cues(header: list[str], doc: Doc, ent: Span, q: Quantity) -> tuple[list[str], list[tuple[str, bool, int]]]:
+    """The scopes and cues a markdown table's header names for the column of `ent` (a figure in a row of it):
+    what the row's own words would say of it, as `cues` gives them."""
+    column = doc.text[:ent.start_char].count("|") - doc.text.lstrip().startswith("|")
+    if not 0 <= column < len(header):
+        return [], []
+    cell = pipeline().make_doc(header[column])
+    found = {group: {cell.vocab.strings[k] for k, _, _ in m(cell)} for group, m in matchers().items()
+             if group in ("cue", "scope")}
+    named = [(name, True, 0) for name in sorted(found["cue"]) if dimension_of(name) == q.dimension]
+    return sorted(found["scope"]), named
+
+
+def read_claims(doc: Doc, offset: int, sentence_base: int, code: list[tuple[int, int]] = (),
+                header: list[str] | None = None) -> list[dict]:
     """The reading of every checkable number of one line of assistant text (plain data, JSON-able):
     `offset` is the line's character offset in its message, `sentence_base` its first sentence's number;
-    numbers in `code` (character spans of the line in a code block) are commands, not claims."""
+    numbers in `code` (character spans of the line in a code block) are commands, not claims. A row of a
+    markdown table takes what its `header` cells name of a figure its own words do not (`header_cues`)."""
     strings = doc.vocab.strings
     hits_in_doc = {group: [(strings[k], s, e) for k, s, e in m(doc)] for group, m in matchers().items()}
     readings = []
@@ -312,6 +327,10 @@ def read_claims(doc: Doc, offset: int, sentence_base: int, code: list[tuple[int,
                 joined.add(part.start)
             arith = arithmetic(sent, ent)
             scopes, cue_list = cues(sent, ent, q, hits, clauses)
+            if header is not None and not any(strong for _, strong, _ in cue_list):
+                column_scopes, column_cues = header_cues(header, doc, ent, q)
+                cue_list += column_cues
+                scopes = column_scopes if len(column_scopes) == 1 else scopes
             readings.append({
                 "sentence": sentence_base + sentence_no, "span_start": offset + ent.start_char,
                 "span_end": offset + (part or ent).end_char,

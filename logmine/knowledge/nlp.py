@@ -121,6 +121,32 @@ def lines(text: str) -> Iterator[tuple[int, str]]:
         offset += len(line) + 1
 
 
+# A markdown table's rule under its header row: `|---|:--:|`.
+TABLE_RULE = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$")
+
+
+def table_cells(row: str) -> list[str]:
+    """The cells of a markdown table's row, without its outer bars."""
+    return [cell.strip() for cell in row.strip().removeprefix("|").removesuffix("|").split("|")]
+
+
+def table_headers(text: str) -> dict[int, list[str]]:
+    """The header cells of each markdown table row of a message, by the row's character offset (as `lines` gives
+    it): what a figure in a cell is, where the row itself does not say ("| 3 | 115 s |" under "| run | ready
+    after |")."""
+    headers: dict[int, list[str]] = {}
+    header, previous = None, None
+    for offset, line in lines(text):
+        if previous is not None and TABLE_RULE.match(line) and previous.lstrip().startswith("|"):
+            header = table_cells(previous)
+        elif header is not None and line.lstrip().startswith("|"):
+            headers[offset] = header
+        else:
+            header = None
+        previous = line
+    return headers
+
+
 def read(texts: Iterable[str], batch_size: int = 256) -> Iterator[Doc]:
     """Docs for many texts at once (`nlp.pipe`, in batches)."""
     return pipeline().pipe(texts, batch_size=batch_size)

@@ -114,6 +114,7 @@ def _read(con: duckdb.DuckDBPyConnection, messages: list[tuple]) -> None:
 
     pieces = [(m, offset, line) for m in messages for offset, line in nlp.lines(m[4])]
     code = {m[:2]: nlp.code_blocks(m[4]) for m in messages if m[3] == "assistant"}  # (session, message) -> code
+    headers = {m[:2]: nlp.table_headers(m[4]) for m in messages if m[3] == "assistant"}
     fact_rows, readings = [], []
     sentence_no: dict[tuple[str, str], int] = {}  # sentences read so far in each message
     for (message, offset, _), doc in zip(pieces, nlp.read(line for _, _, line in pieces), strict=True):
@@ -126,7 +127,8 @@ def _read(con: duckdb.DuckDBPyConnection, messages: list[tuple]) -> None:
         if role == "assistant":
             spans = in_line(code[session_id, message_id], offset, len(doc.text))
             readings += [{"session_id": session_id, "message_id": message_id, "reading": json.dumps(r)}
-                         for r in claims.read_claims(doc, offset, first, spans)]
+                         for r in claims.read_claims(doc, offset, first, spans,
+                                                     headers[session_id, message_id].get(offset))]
         sentence_no[session_id, message_id] = first + sum(1 for _ in doc.sents)
     insert_rows(con, "facts", fact_rows, TABLES["facts"])
     insert_rows(con, "claim_readings", readings, READ_TABLES["claim_readings"])
@@ -203,11 +205,12 @@ def check_text(con: duckdb.DuckDBPyConnection, text: str, when: datetime | None 
     if when is None:
         when = max((r.last_seen or r.started_at for r in runs if r.last_seen or r.started_at), default=None)
     measured = _measured_by_run(con)
-    blocks = nlp.code_blocks(text)
+    blocks, headers = nlp.code_blocks(text), nlp.table_headers(text)
     pieces = list(nlp.lines(text))
     rows, first = [], 0
     for (offset, _), doc in zip(pieces, nlp.read(line for _, line in pieces), strict=True):
-        for reading in claims.read_claims(doc, offset, first, in_line(blocks, offset, len(doc.text))):
+        for reading in claims.read_claims(doc, offset, first, in_line(blocks, offset, len(doc.text)),
+                                          headers.get(offset)):
             named = {name for name, _, _ in reading["cues"]}
             dimension = reading["quantity"][2]  # Quantity.dimension
             added = {name for name, q in verdicts.knowledge()["quantities"].items()
