@@ -44,7 +44,7 @@ FAMILIES: tuple[Family, ...] = (
     # A CUDA kernel's assertion (torch's CUDA_KERNEL_ASSERT, an index out of bounds, a NaN in the sampler's
     # probabilities) prints its expression per failing thread; the traceback after it only says the launch
     # failed, since CUDA reports errors asynchronously.
-    Family("device_assert", "device-side assertion",
+    Family("device_assertion", "device-side assertion",
            r"block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion|device-side assert(?:ion)? triggered",
            ("/pytorch/aten/src/ATen/native/cuda/TensorCompare.cu:110: _assert_async_cuda_kernel: block: [0,0,0], "
             "thread: [0,0,0] Assertion `probability tensor contains either `inf`, `nan` or element < 0` failed.",

@@ -148,7 +148,7 @@ def test_a_cuda_kernels_assertion_is_the_cause_not_the_launch_failure_after_it(i
     error asynchronously, so the traceback only says “RuntimeError: CUDA error: device-side assert triggered”,
     which was the cause, in no family; what the assertion was lay untyped in the lines above it."""
     con = ingested(DATA / "device_assert.log")
-    assert runs_of(con) == [[1, 1, 1, "ready_line", "crashed", "device_assert", 13, 4, None]]
+    assert runs_of(con) == [[1, 1, 1, "ready_line", "crashed", "device_assertion", 13, 4, None]]
     assert con.execute("SELECT count(*) FROM notices WHERE topic = 'cuda_assert'").fetchone() == (3,)
     text = " ".join(api.summary(con))
     assert ("crashed after it was ready: device-side assertion failure, “/pytorch/aten/src/ATen/native/cuda/Indexing.cu"
