@@ -60,8 +60,13 @@ FAMILIES: tuple[Family, ...] = (
             "ValueError: server_args.port at 30000 is not available in 30 seconds.",
             "torch.distributed.DistNetworkError: The server socket has failed to listen on any local network "
             "address. port: 29500, useIPv6: 0, code: -98, name: EADDRINUSE, message: address already in use")),
+    Family("disk_space", "disk space",
+           r"No space left on device|\[Errno 28\]|Disk quota exceeded",
+           ("OSError: [Errno 28] No space left on device",
+            "RuntimeError: [enforce fail at inline_container.cc:603] . unexpected pos 2816 vs 2710: No space left on "
+            "device")),
     Family("communication", "communication set-up",
-           r"NCCL error|ncclInternalError|ncclSystemError|ncclUnhandledCudaError|ncclRemoteError"
+           r"(?i:NCCL error)|ncclInternalError|ncclSystemError|ncclUnhandledCudaError|ncclRemoteError"
            r"|NCCL WARN .*(?:failed|error|Error)|DistBackendError|ProcessGroupNCCL.*(?:Watchdog|timed out)"
            r"|nvshmem|NVSHMEM|building transport map failed|is not accessible, exiting"
            r"|init failed for transport|Unable to initialize any transports|HCCL|hccl|RCCL|rccl"
@@ -75,7 +80,8 @@ FAMILIES: tuple[Family, ...] = (
             "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
             "ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for details)",
             "RuntimeError: HCCL function error: HcclCommInitRootInfoConfig(numRanks, &rootInfo, rank, config, "
-            "&(comm->hcclComm_)), error code is 7"),
+            "&(comm->hcclComm_)), error code is 7",
+            "RuntimeError: NCCL Error 2: unhandled system error (run with NCCL_DEBUG=INFO for details)"),
            fatal_line=True),
     Family("unsupported", "unsupported kernel or shape",
            r"no kernel image is available|not supported|Unsupported|unsupported|NotImplementedError"
@@ -84,9 +90,25 @@ FAMILIES: tuple[Family, ...] = (
            ("RuntimeError: CUDA error: no kernel image is available for execution on the device",
             "NotImplementedError: FlashAttention backend does not support sliding window on this device",
             "ValueError: Unsupported head_dim 576 for the triton backend")),
+    # The model's files could not be had: a gated or missing repository, the Hub out of reach with nothing
+    # cached, no read permission, a checkpoint cut short (an interrupted download).
+    Family("model_files", "model download or files",
+           r"gated repo|GatedRepoError|RepositoryNotFoundError|RevisionNotFoundError|EntryNotFoundError"
+           r"|LocalEntryNotFoundError|couldn't connect to 'https://huggingface\.co'"
+           r"|HTTPSConnectionPool\(host='[\w.-]*huggingface|\b(?:401|403) Client Error|PermissionError: \[Errno 13\]"
+           r"|SafetensorError|Error while deserializing header|PytorchStreamReader failed|invalid load key",
+           ("OSError: You are trying to access a gated repo. Make sure to have access to it at "
+            "https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct.",
+            "huggingface_hub.errors.LocalEntryNotFoundError: An error happened while trying to locate the file on the "
+            "Hub and we cannot find the requested files in the local cache.",
+            "OSError: We couldn't connect to 'https://huggingface.co' to load this file, couldn't find it in the "
+            "cached files and it looks like Qwen/Qwen3-8B is not the path to a directory containing a file named "
+            "config.json.",
+            "safetensors_rust.SafetensorError: Error while deserializing header: MetadataIncompleteBuffer",
+            "PermissionError: [Errno 13] Permission denied: '/models/Qwen3-8B/model-00001-of-00004.safetensors'")),
     Family("model_config", "model configuration",
            r"config\.json|does not appear to have a file named|Unrecognized model|model_type|architectures?"
-           r"|KeyError: '[\w.]+'|rope_scaling|context_length|trust_remote_code|is not a valid model"
+           r"|KeyError: '[\w.]+'|rope_scaling|context_length|context length|trust_remote_code|is not a valid model"
            r"|quantization config|Tokenizer class",
            ("OSError: Qwen/Qwen3-99B does not appear to have a file named config.json.",
             "ValueError: Unrecognized model in /models/x. Should have a `model_type` key in its config.json",

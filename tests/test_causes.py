@@ -178,6 +178,14 @@ def test_servers_a_router_launches_together_are_one_run(ingested) -> None:
     assert con.execute("SELECT count(*) FROM config_diffs").fetchone() == (0,)
 
 
+def test_a_model_the_server_cannot_download_is_named_so(ingested) -> None:
+    """A gated repository without a token: the traceback's last line is the OSError, in no family ("error")."""
+    con = ingested(DATA / "gated_repo.log")
+    assert runs_of(con) == [[1, 1, 1, None, "failed", "model_files", 5, 1, "weights"]]
+    assert ("failed while loading weights: model download or files failure on TP0, “OSError: You are trying to "
+            "access a gated repo” (line 5)") in " ".join(api.summary(con))
+
+
 def test_a_library_line_the_server_outlived_is_no_cause(tmp_path: Path, ingested) -> None:
     """NCCL's `ibv_open_device failed for mlx5_3, skipping` while the server starts: a ready, serving server
     "crashed after it was ready: communication set-up failure". The same kind of line after it was ready, where
