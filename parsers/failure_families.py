@@ -83,9 +83,20 @@ FAMILIES: tuple[Family, ...] = (
             "&(comm->hcclComm_)), error code is 7",
             "RuntimeError: NCCL Error 2: unhandled system error (run with NCCL_DEBUG=INFO for details)"),
            fatal_line=True),
+    # A kernel that faulted while it ran (a bug, or data it was not written for), reported at the next call.
+    Family("kernel_fault", "kernel fault",
+           r"illegal memory access|an illegal instruction|misaligned address|unspecified launch failure"
+           r"|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS|CUBLAS_STATUS_EXECUTION_FAILED"
+           r"|HIP error: an illegal",
+           ("RuntimeError: CUDA error: an illegal memory access was encountered",
+            "torch.AcceleratorError: CUDA error: unspecified launch failure",
+            "RuntimeError: Triton Error [CUDA]: an illegal memory access was encountered",
+            "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx( handle, opa, opb, "
+            "m, n, k, &falpha, a, CUDA_R_16BF, lda, b, CUDA_R_16BF, ldb, &fbeta, c, CUDA_R_16BF, ldc, "
+            "compute_type, CUBLAS_GEMM_DEFAULT_TENSOR_OP)`")),
     Family("unsupported", "unsupported kernel or shape",
            r"no kernel image is available|not supported|Unsupported|unsupported|NotImplementedError"
-           r"|invalid device function|does not support|is not implemented|CUDA error: an illegal"
+           r"|invalid device function|does not support|is not implemented"
            r"|HIP error: invalid|shape mismatch|must be divisible by|is not divisible by",
            ("RuntimeError: CUDA error: no kernel image is available for execution on the device",
             "NotImplementedError: FlashAttention backend does not support sliding window on this device",
