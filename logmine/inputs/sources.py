@@ -401,6 +401,8 @@ def iter_line_blocks(stream: PeekableStream, hasher: hashlib._Hash | None = None
             if carry:
                 data, cut_lines = cut_long_lines(carry, max_line, carry_dropped)
                 yield LineBlock(data, consumed + hole + len(carry) + carry_dropped, True, cut_lines, hole)
+            elif hole:  # the input ends in NULs after its last newline: a last line, empty once they are dropped
+                yield LineBlock(b"", consumed + hole, True, 0, hole)
             return
         data = carry + block
         if not carry:  # a line begins here: a hole of any size is dropped as it is read, never held
