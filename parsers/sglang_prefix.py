@@ -46,7 +46,7 @@ TORCH_RANK_PREFIX = re.compile(r"\[rank\d+\]: ")
 # already; inside a journal's, the stamp is still there.
 PYTHON_LOGGING_PREFIX = re.compile(r"(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} )?- [\w.<>-]+ - "
                                    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) -(?: |$)")
-LAUNCHER_PREFIX = re.compile(rf"(?:{PYTHON_LOGGING_PREFIX.pattern})?(?:{RAY_PREFIX.pattern})*"
+LAUNCHER_PREFIX = re.compile(rf"(?:{PYTHON_LOGGING_PREFIX.pattern}|{RAY_PREFIX.pattern})*"
                              rf"(?:{TORCH_RANK_PREFIX.pattern})?")
 LAUNCHER_STARTS = ("(", "[rank", "- ")  # how a line behind one of them begins, but for the stamp
 LAUNCHER_STAMP_RE2 = r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - "

@@ -148,7 +148,7 @@ BRACKETS = ["[2026-03-01 08:00:07 TP0] Decode batch. #running-req: 1", "[2026-03
             "- a - WARNING -", "- a - NOTICE - [08:00:07] x",
             "(TaskRunner pid=4) (EngineCore_DP0 pid=5, ip=10.0.0.5) [2026-03-01 08:00:07 TP0] y [repeated 3x across "
             "cluster]", "(pid=6) [08:00:07] x  [repeated 2x across cluster] (Ray deduplicates logs by default. Set "
-            "RAY_DEDUP_LOGS=0.)"]
+            "RAY_DEDUP_LOGS=0.)", "(Worker pid=7) 2026-03-01 08:00:07,123 - rollout - INFO - [rank1]: [08:00:07 TP1] z"]
 
 
 @st.composite
