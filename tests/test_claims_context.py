@@ -35,6 +35,8 @@ MESSAGES = [
     "| figure | this start |\n|---|---|\n| load time | 115 s |\n| KV pool | 306,048 tokens per rank |",
     "| start | ready after | KV pool per rank |\n|:--|--:|--:|\n| first | 81 s | 37.36 GiB |\n| this one | 115 s | "
     "37.4 GiB |",
+    "This start took 110-120 s to load, with 300-310k tokens per rank in the KV pool.",
+    "The load took 200-220 s.",
 ]
 
 
@@ -140,3 +142,10 @@ def test_a_figure_in_a_table_is_what_its_column_says(claims: dict) -> None:
     assert claims["| start | ready after | KV pool per rank |"] == [
         ("81 s", "consistent", 1), ("37.36 GiB", "consistent", 3), ("115 s", "consistent", 3),
         ("37.4 GiB", "consistent", 3)]
+
+
+def test_a_range_agrees_when_the_figure_is_between_its_ends(claims: dict) -> None:
+    """A range was never read: '110-120 s' said nothing, right or wrong."""
+    assert claims["This start took 110-120 s to load, with 300-310k tokens per rank in the KV pool."] == [
+        ("110-120 s to load", "consistent", 3), ("300-310k tokens per rank in the KV pool", "consistent", 3)]
+    assert claims["The load took 200-220 s."] == [("200-220 s", "inconsistent", 3)]

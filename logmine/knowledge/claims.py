@@ -320,7 +320,7 @@ def read_claims(doc: Doc, offset: int, sentence_base: int, code: list[tuple[int,
         for k, ent in enumerate(ents):
             compound, part = compound_seconds(sent, ents, k)
             q = compound or quantity(ent)
-            if (q is None or q.dimension not in VERIFIABLE or q.high is not None or ent.start in joined
+            if (q is None or q.dimension not in VERIFIABLE or ent.start in joined
                     or states_no_figure(sent, ent, part or ent, hits, clauses)):
                 continue
             if part is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .quantities import APPROXIMATE_MARKS, Quantity, number, units
+from .quantities import APPROXIMATE_MARKS, MAGNITUDES, Quantity, number, units
 from .verdicts import knowledge
 
 if TYPE_CHECKING:
@@ -29,6 +29,9 @@ def quantity(span: Span) -> Quantity | None:
     canonical, dimension, factor = table.get(unit_token.text) or table[unit_token.lower_]
     high = number(numbers[1].text)[0] if len(numbers) > 1 and number(numbers[1].text) else None
     written, step = parsed
+    magnitude = MAGNITUDES.get(numbers[-1].text[-1:], 1.0)
+    if high is not None and magnitude != 1.0 and numbers[0].text[-1:] not in MAGNITUDES:
+        written, step = written * magnitude, step * magnitude  # "15-25k tokens": both ends in thousands
     before = " ".join(t.lower_ for t in span.doc[max(0, span.start - 3):span.start])
     approximate = numbers[0].text.startswith(APPROXIMATE_MARKS) or any(
         before == word or before.endswith(" " + word) for word in knowledge()["approximate"])

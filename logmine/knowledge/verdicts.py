@@ -65,9 +65,12 @@ def tolerance(q: Quantity) -> float:
     return (q.step if q.approximate else q.step / 2) + 1e-9
 
 
-def within(written: float, measured: float, tol: float, bound: str | None) -> bool:
-    """Whether the measured figure agrees with the number as written: equal within `tol`, or on the right
-    side of it when the number is a bound ('under 12 minutes' is `upper`, 'at least 8 GB' `lower`)."""
+def within(written: float, measured: float, tol: float, bound: str | None, high: float | None = None) -> bool:
+    """Whether the measured figure agrees with the number as written: equal within `tol`, on the right
+    side of it when the number is a bound ('under 12 minutes' is `upper`, 'at least 8 GB' `lower`), or
+    between its ends when it is a range (`high`, '651.7-652.1 s')."""
+    if high is not None:
+        return written - tol <= measured <= high + tol
     if bound == "upper":
         return measured <= written + tol
     if bound == "lower":
@@ -81,15 +84,15 @@ def compare(q: Quantity, m: Measured, bound: str | None = None) -> tuple[bool, s
     tol = tolerance(q) + m.slack * (m.bytes_per_unit or 1.0) / factor
     if m.bytes_per_unit is None:
         measured = m.value / factor if q.dimension != "bytes" else m.value
-        return within(q.written, measured, tol, bound), None, measured
-    as_printed = q.written_unit == m.unit and within(q.written, m.value, tol, bound)
+        return within(q.written, measured, tol, bound, q.high), None, measured
+    as_printed = q.written_unit == m.unit and within(q.written, m.value, tol, bound, q.high)
     in_bytes = m.value * m.bytes_per_unit
     converted = in_bytes / factor
-    if as_printed or within(q.written, converted, tol, bound):
+    if as_printed or within(q.written, converted, tol, bound, q.high):
         return True, None, m.value if as_printed else converted
     shown = m.value if q.written_unit == m.unit else converted  # as the log prints it when the labels agree
     counterpart = BINARY_COUNTERPART.get(factor)
-    if bound is None and counterpart and abs(q.written - in_bytes / counterpart) <= tol:
+    if bound is None and q.high is None and counterpart and abs(q.written - in_bytes / counterpart) <= tol:
         true_unit = UNIT_NAME.get(m.bytes_per_unit, m.unit)
         cause = (f"{UNIT_NAME[counterpart]} written as {q.written_unit}: "
                  f"{m.value:g} {true_unit} = {in_bytes / counterpart:.2f} {UNIT_NAME[counterpart]}")
