@@ -157,11 +157,11 @@ def test_every_builtin_rule_fires_once_per_condition_on_every_sink(tmp_path: Pat
     assert by_rule["slow-startup-phase"]["data"]["phase"] == "weights"
     assert by_rule["restart-loop"]["data"]["run"] == 3
     assert by_rule["start-failed"]["message"] == (
-        f"run 5 of {journal} failed while starting (port in use): ERROR:    [Errno 98] error while attempting to "
+        f"run 5 of {journal} failed while starting (port conflict): ERROR:    [Errno 98] error while attempting to "
         "bind on address ('0.0.0.0', 30000): address already in use")
     # The SIGQUIT says only that a child died: the alert names what killed it.
     assert by_rule["child-sigquit"]["message"] == (
-        f"run 1 of {journal}: a child process failed (SIGQUIT to the server), after timeout failure: "
+        f"run 1 of {journal}: a child process failed (SIGQUIT to the server), after timeout or hang failure: "
         "Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)")
     assert by_rule["token-usage-high"]["data"]["seconds"] >= 60
     assert "Frobnicator" in by_rule["new-untyped-template"]["evidence_text"]

@@ -33,6 +33,7 @@ from typing import IO
 import duckdb
 import tomllib
 
+from ..parsers.failure_families import FAMILIES
 from ..query import named_queries
 from ..store import create_table, execute, has_table
 
@@ -159,6 +160,7 @@ def parse_duration(value: object, where: str) -> float:
 def judge(con: duckdb.DuckDBPyConnection, rules: list[Rule]) -> list[Alert]:
     """Every condition met now and never raised before, stored in `alerts` (undelivered)."""
     create_table(con, "alerts", ALERTS_COLUMNS)
+    define_family_words(con)
     raised_keys = set(execute(con, "SELECT rule, key FROM alerts"))
     now = datetime.now()
     new: list[Alert] = []
@@ -179,6 +181,18 @@ def judge(con: duckdb.DuckDBPyConnection, rules: list[Rule]) -> list[Alert]:
                  alert.line_no, alert.evidence, alert.evidence_text, alert.event_at, alert.raised_at,
                  json.dumps(alert.as_dict()["data"])])
     return new
+
+
+def define_family_words(con: duckdb.DuckDBPyConnection) -> None:
+    """The SQL macro `family_words(cause_family)`: how the report names a failure family ('timeout or hang'),
+    from `failure_families`, for the rules' messages."""
+    cases = " ".join(f"WHEN {_sql_text(f.name)} THEN {_sql_text(f.words)}" for f in FAMILIES)
+    execute(con, f"CREATE OR REPLACE TEMP MACRO family_words(name) AS CASE name {cases} "
+                 "ELSE replace(name, '_', ' ') END")
+
+
+def _sql_text(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 def _held_long_enough(rule: Rule, row: dict) -> bool:
