@@ -21,7 +21,7 @@ class Family:
     words: str  # how the report names it
     regex: str  # searched in an error's text or a line's message
     examples: tuple[str, ...]
-    fatal_line: bool = False  # a line matching it is a failure of its own, outside any traceback
+    fatal_line: bool = False  # some lines of it are failures of their own, outside any traceback (FATAL_LINE)
 
 
 # In order: the first family whose regex an error matches is its family (an OOM raised inside a NCCL call
@@ -59,7 +59,8 @@ FAMILIES: tuple[Family, ...] = (
             "zmq.error.ZMQError: Address already in use (addr='tcp://127.0.0.1:30235')",
             "ValueError: server_args.port at 30000 is not available in 30 seconds.",
             "torch.distributed.DistNetworkError: The server socket has failed to listen on any local network "
-            "address. port: 29500, useIPv6: 0, code: -98, name: EADDRINUSE, message: address already in use")),
+            "address. port: 29500, useIPv6: 0, code: -98, name: EADDRINUSE, message: address already in use"),
+           fatal_line=True),
     Family("disk_space", "disk space",
            r"No space left on device|\[Errno 28\]|Disk quota exceeded",
            ("OSError: [Errno 28] No space left on device",
@@ -137,7 +138,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("killed", "killed from outside",
            r"status=9/KILL|exit code -9|Exit code: -9|^Killed$|A process of this unit has been killed by the OOM"
            r"|SIGKILL",
-           ("Main process exited, code=killed, status=9/KILL", "Killed")),
+           ("Main process exited, code=killed, status=9/KILL", "Killed"), fatal_line=True),
 )
 
 # The signs that follow a failure elsewhere: searched in an error's last line or a shutdown line.

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from . import hot_path
 from .sglang_formats import LEVELS, RANK_COLUMNS, RANK_MAX, RANK_TAGS, ROLE_TAGS
-from .vector_columns import bounded_int, bounded_ints, cut, data_bytes, flags, ints, offsets, patch
+from .vector_columns import bounded_int, bounded_ints, cut, data_bytes, first_bytes, flags, ints, offsets, patch
 
 TAG_NAMES = "|".join(RANK_TAGS)
 LEVEL_NAMES = "|".join(LEVELS)
@@ -48,8 +48,11 @@ PYTHON_LOGGING_PREFIX = re.compile(r"(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} )?-
                                    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) -(?: |$)")
 LAUNCHER_PREFIX = re.compile(rf"(?:{PYTHON_LOGGING_PREFIX.pattern}|{RAY_PREFIX.pattern})*"
                              rf"(?:{TORCH_RANK_PREFIX.pattern})?")
-LAUNCHER_STARTS = ("(", "[rank", "- ")  # how a line behind one of them begins, but for the stamp
-LAUNCHER_STAMP_RE2 = r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - "
+# How a line behind one of them may begin: Ray's `(`, Python logging's `- ` or its stamp's digit, torch's `[rank`.
+# A line that begins so and is behind none loses nothing: LAUNCHER_PREFIX matches nothing of it.
+LAUNCHER_FIRST = "(-0123456789"
+LAUNCHER_FIRST_BYTES = np.frombuffer(LAUNCHER_FIRST.encode(), dtype=np.uint8)
+TORCH_RANK_START = "[rank"
 RANK_TAG = re.compile(rf"({TAG_NAMES})(\d+)")
 
 
@@ -65,7 +68,7 @@ class Prefix:
 
 def parse_prefix(message: str) -> tuple[Prefix | None, str]:
     """Split `[2026-03-01 23:45:58 TP0] body` into the prefix and the body (None when absent)."""
-    if message.startswith(LAUNCHER_STARTS) or message[:1].isdigit():
+    if message[:1] in LAUNCHER_FIRST or message.startswith(TORCH_RANK_START):
         message = message[LAUNCHER_PREFIX.match(message).end():]
         if RAY_REPEATED_WORDS in message:
             message = RAY_REPEATED.sub("", message)
@@ -106,8 +109,7 @@ def parse_prefixes(messages: pa.StringArray, ascii_rows: np.ndarray) -> Prefixes
     """`parse_prefix` over a block: by position where the bracket has its usual shape, else with RE2;
     non-ASCII rows go through `parse_prefix` itself."""
     slow = np.nonzero(~ascii_rows)[0]
-    launched = np.logical_or.reduce([flags(pc.starts_with(messages, start)) for start in LAUNCHER_STARTS] +
-                                    [flags(pc.match_substring_regex(messages, LAUNCHER_STAMP_RE2))])
+    launched = np.isin(first_bytes(messages), LAUNCHER_FIRST_BYTES) | flags(pc.starts_with(messages, TORCH_RANK_START))
     outer = np.nonzero(launched & ascii_rows)[0]
     if len(outer):
         stripped = pc.replace_substring_regex(messages.take(pa.array(outer)), LAUNCHER_PREFIX_RE2, "",

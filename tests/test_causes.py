@@ -36,6 +36,8 @@ def test_every_family_example_matches_its_family_first() -> None:
         assert re.search(families.CONSEQUENCE, example), example
     for example in families.FATAL_LINE_EXAMPLES:
         assert re.search(families.FATAL_LINE, example), example
+    for family in families.FAMILIES:  # a family says whether lines of it are failures of their own
+        assert family.fatal_line == any(re.search(families.FATAL_LINE, e) for e in family.examples), family.name
     for example in families.EXIT_TRACE_EXAMPLES:
         assert re.search(families.EXIT_TRACE, example), example
     assert re.search(families.LAUNCHER_FRAME, families.LAUNCH_TRACEBACK_EXAMPLE)

@@ -64,6 +64,11 @@ def rebuild_new_shapes(con: duckdb.DuckDBPyConnection) -> None:
         append(con, "new_shape", typed_table(data, NEW_SHAPE_COLUMNS), NEW_SHAPE_COLUMNS)
 
 
+# How to write one host's log alone, by the envelope that interleaved several.
+ONE_HOST_COMMAND = {"kubectl": "`kubectl logs POD`", "compose": "`docker compose logs CONTAINER`",
+                    "slurm": "`srun --output=NAME-%t.log`, a file per task"}
+
+
 def _interleaved_hosts(con: duckdb.DuckDBPyConnection, source_id: int, envelope: str, lines: int,
                        hosts: int) -> dict[str, object]:
     """The row of a source whose lines several hosts wrote, cited at the first line of its second host."""
@@ -77,8 +82,3 @@ def _interleaved_hosts(con: duckdb.DuckDBPyConnection, source_id: int, envelope:
             "shape": f"lines of {hosts} hosts interleaved ({shown}): runs are read per file, so their launches "
                      f"fold into one another; ingest each host's log on its own ({one_host})",
             "example": message[:500]}
-
-
-# How to write one host's log alone, by the envelope that interleaved several.
-ONE_HOST_COMMAND = {"kubectl": "`kubectl logs POD`", "compose": "`docker compose logs CONTAINER`",
-                    "slurm": "`srun --output=NAME-%t.log`, a file per task"}

@@ -402,15 +402,16 @@ def plan_parse(con: duckdb.DuckDBPyConnection, inp: Input, envelope: str | None,
     kept from the last ingest when resuming), and the stream opened there."""
     stream = PeekableStream(open_bytes(inp, start_offset), inp.display)
     try:
-        if start_offset == 0 and looks_utf16(stream.head):
+        head = head_past_hole(inp, stream.head, start_offset)  # a copytruncate hole's NULs say nothing of the file
+        if start_offset == 0 and looks_utf16(head):
             raise InputError(f"{inp.display}:1: UTF-16 text (as PowerShell's `>` writes it), not UTF-8: convert it "
                              f"first, e.g. `iconv -f UTF-16 -t UTF-8 {inp.display} > {inp.display}.utf8`")
-        if start_offset == 0 and envelope is None and looks_binary(stream.head):
+        if start_offset == 0 and envelope is None and looks_binary(head):
             raise InputError(f"{inp.display}:1: binary data, not a log (use --format plain to force)")
         if inp.path == "-" and envelope is None and (transcript := _transcript_format(stream.head)):
             raise InputError(f"-: an agent transcript ({transcript}) on standard input, not a log: save it to a "
                              "file and ingest the file")
-        sample = [line for line, _ in _sample_lines(head_past_hole(inp, stream.head))]
+        sample = [line for line, _ in _sample_lines(head)]
     except BaseException:
         stream.close()
         raise

@@ -468,11 +468,11 @@ def looks_utf16(head: bytes) -> bool:
     byte of every other byte that ASCII text has in it."""
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         return True
-    sample = without_hole(head)[:4096]
+    sample = head[:4096]
     if len(sample) < 64:
         return False
     most = len(sample) * 0.45  # nine in ten of the odd (little-endian) or even (big-endian) bytes
-    few = len(sample) * 0.05  # and the others text
+    few = len(sample) * 0.05  # and the others text: a run of NULs (a crash's tail) is no UTF-16
     odd, even = sample[1::2].count(0), sample[0::2].count(0)
     return (odd > most and even < few) or (even > most and odd < few)
 
@@ -487,14 +487,14 @@ HOLE_SCAN_BYTES = 1 << 20
 NUL_RUN = re.compile(rb"\x00{16,}")
 
 
-def head_past_hole(inp: Input, head: bytes) -> bytes:
-    """The first SNIFF_BYTES of text of `inp`, past the hole it begins with (read on from the file itself where
-    the hole is longer than `head`, the first bytes read)."""
+def head_past_hole(inp: Input, head: bytes, start: int = 0) -> bytes:
+    """The first SNIFF_BYTES of text of `inp` from `start`, past the hole there (read on from the file itself
+    where the hole is longer than `head`, the bytes first read from `start`): what its kind is told from."""
     text = without_hole(head)
     if text or len(head) < SNIFF_BYTES or not inp.resumable:
         return text
     with open(inp.path, "rb") as f:
-        f.seek(len(head))
+        f.seek(start + len(head))
         while chunk := f.read(HOLE_SCAN_BYTES):
             if text := chunk.lstrip(b"\x00"):
                 return text[:SNIFF_BYTES] + f.read(max(0, SNIFF_BYTES - len(text)))
@@ -632,8 +632,8 @@ def _reads_like_a_log(path: Path) -> bool:
             head = f.read(SNIFF_BYTES)
     except OSError:
         return False
-    return not looks_binary(head) and looks_like_a_log(
-        without_hole(head).decode("utf-8", errors="replace").splitlines()[:200])
+    head = without_hole(head)
+    return not looks_binary(head) and looks_like_a_log(head.decode("utf-8", errors="replace").splitlines()[:200])
 
 
 def walk_directory(root: Path, found: SortedInputs, walked: set[tuple[int, int]], other_files: list[Path],

@@ -291,11 +291,16 @@ def header_cues(header: list[str], doc: Doc, ent: Span, q: Quantity) -> tuple[li
     column = doc.text[:ent.start_char].count("|") - doc.text.lstrip().startswith("|")
     if not 0 <= column < len(header):
         return [], []
-    cell = pipeline().make_doc(header[column])
-    found = {group: {cell.vocab.strings[k] for k, _, _ in m(cell)} for group, m in matchers().items()
-             if group in ("cue", "scope")}
-    named = [(name, True, 0) for name in sorted(found["cue"]) if dimension_of(name) == q.dimension]
-    return sorted(found["scope"]), named
+    cue_names, scopes = header_words(header[column])
+    return list(scopes), [(name, True, 0) for name in cue_names if dimension_of(name) == q.dimension]
+
+
+@functools.lru_cache(maxsize=256)
+def header_words(cell: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The quantities and scopes a table's header cell names (read once a cell, for every row under it)."""
+    doc = pipeline().make_doc(cell)
+    found = {group: sorted({doc.vocab.strings[k] for k, _, _ in matchers()[group](doc)}) for group in ("cue", "scope")}
+    return tuple(found["cue"]), tuple(found["scope"])
 
 
 def read_claims(doc: Doc, offset: int, sentence_base: int, code: list[tuple[int, int]] = (),
