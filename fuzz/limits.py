@@ -67,6 +67,7 @@ def check_long_lines(data: bytes) -> None:
     lines = content.split(b"\n") if content else []
     if content.endswith(b"\n"):
         lines.pop()
+    lines = [line.lstrip(b"\x00") for line in lines]  # the NULs a line begins with (a rotation's hole) are dropped
     assert len(rows) == len(lines), f"{len(lines)} lines in, {len(rows)} rows out"
     for number, (raw, row) in enumerate(zip(lines, rows, strict=True), start=1):
         assert len(row) <= MAX_LINE, f"line {number}: {len(row)} bytes kept"

@@ -103,16 +103,19 @@ def test_the_hole_a_copytruncate_rotation_leaves_is_dropped_and_said(tmp_path: P
     (tmp_path / "small.log").write_bytes(b"\x00" * 65536 + head)
     # A machine that lost power: the file's last blocks were allocated, never written.
     (tmp_path / "crashed.log").write_bytes(text + b"\x00" * 40000)
-    report = api.ingest([str(tmp_path / name) for name in ("rotated.log", "small.log", "crashed.log")],
+    # Rotated twice while logmine was away: a hole between two lines, inside one block of the read.
+    (tmp_path / "twice.log").write_bytes(head + b"\x00" * 5000 + head)
+    report = api.ingest([str(tmp_path / name) for name in ("rotated.log", "small.log", "crashed.log", "twice.log")],
                         db=tmp_path / "t.duckdb").as_dict()
     assert [(s["format"], s["lines_untyped"], s["hole_bytes"]) for s in report["sources"]] == [
-        ("journal-short", 0, 5 << 20), ("journal-short", 0, 65536), ("journal-short", 0, 40000)]
+        ("journal-short", 0, 5 << 20), ("journal-short", 0, 65536), ("journal-short", 0, 40000),
+        ("journal-short", 0, 5000)]
     con = duckdb.connect(str(tmp_path / "t.duckdb"), read_only=True)
     first = con.execute("SELECT message FROM lines WHERE line_no = 1 ORDER BY source_id").fetchall()
-    assert [m.encode() for (m,) in first] == [text.split(b"\n")[0]] * 3
+    assert [m.encode() for (m,) in first] == [text.split(b"\n")[0]] * 4
     # The crashed file's NULs are its unfinished last line, read again when the file grows.
     assert con.execute("SELECT lines_ingested, size_bytes - bytes_ingested FROM sources ORDER BY source_id"
-                       ).fetchall() == [(1205, 0), (10, 0), (1205, 40000)]
+                       ).fetchall() == [(1205, 0), (10, 0), (1205, 40000), (20, 0)]
 
 
 def test_a_40_mb_line_costs_no_other_input(tmp_path: Path) -> None:

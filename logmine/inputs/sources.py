@@ -342,25 +342,17 @@ class LineBlock:
     end_offset: int  # bytes consumed from where reading started, through this block's last line
     partial_last: bool  # the last line had no newline (end of input)
     cut_lines: int = 0  # lines longer than the limit, stored cut (`iter_line_blocks`)
-    hole_bytes: int = 0  # NUL bytes dropped before lines' text (`iter_line_blocks`, `lines`)
+    hole_bytes: int = 0  # NUL bytes dropped where lines begin (`iter_line_blocks`)
 
     def lines(self) -> list[tuple[str, bool]]:
-        """Decoded lines with a flag for lines whose bytes were not valid UTF-8. The NUL bytes a line begins
-        with are dropped (and counted in `hole_bytes`): the hole a `copytruncate` log rotation leaves when the
-        server writes on at its old offset, which joins the first line written after it."""
+        """Decoded lines with a flag for lines whose bytes were not valid UTF-8."""
         try:
             text = self.data.decode("utf-8")
         except UnicodeDecodeError:
-            return self._decoded()
+            return [decode(raw.removesuffix(b"\r")) for raw in self.data.split(b"\n")]
         if "\x00" in text:
-            return self._decoded()
+            return [decode(raw.removesuffix(b"\r")) for raw in self.data.split(b"\n")]
         return [(line.removesuffix("\r"), False) for line in text.split("\n")]
-
-    def _decoded(self) -> list[tuple[str, bool]]:
-        raws = self.data.split(b"\n")
-        kept = [raw.lstrip(b"\x00") for raw in raws]
-        self.hole_bytes += sum(len(raw) - len(text) for raw, text in zip(raws, kept, strict=True))
-        return [decode(raw.removesuffix(b"\r")) for raw in kept]
 
     def columns(self) -> tuple[pa.StringArray, np.ndarray]:
         """The lines as an Arrow column, with a flag per line for bytes that were not valid UTF-8."""
@@ -386,12 +378,16 @@ def iter_line_blocks(stream: PeekableStream, hasher: hashlib._Hash | None = None
 
     A line longer than `max_line` bytes (`limits.MAX_LINE_BYTES`) is kept cut to that size, ending in
     `limits.CUT_MARK` with its whole size: its bytes beyond are read (and hashed) but never held, so one
-    line of gigabytes costs neither the memory nor the rest of the input."""
+    line of gigabytes costs neither the memory nor the rest of the input.
+
+    The NUL bytes a line begins with are dropped, and counted in `hole_bytes`: the hole a `copytruncate` log
+    rotation leaves when the server writes on at its old offset, which would join the first line written after
+    it, and the unwritten blocks a crash leaves at a file's end. A hole of any size is dropped as it is read."""
     max_line = max_line or MAX_LINE_BYTES.value()
     carry = b""
     carry_dropped = 0  # bytes of the unfinished line in `carry` read past its cut
     consumed = 0
-    hole = 0  # NUL bytes dropped where a line begins (a copytruncate hole, `LineBlock.lines`), not yet reported
+    hole = 0  # NUL bytes dropped where lines begin, not yet reported in a block
     while True:
         interrupts.check()  # between blocks, even inside one line of gigabytes
         block = stream.read_block()
@@ -405,7 +401,7 @@ def iter_line_blocks(stream: PeekableStream, hasher: hashlib._Hash | None = None
                 yield LineBlock(b"", consumed + hole, True, 0, hole)
             return
         data = carry + block
-        if not carry:  # a line begins here: a hole of any size is dropped as it is read, never held
+        if not carry:  # a line begins here
             text = data.lstrip(b"\x00")
             hole, data = hole + len(data) - len(text), text
             if not data:
@@ -418,9 +414,14 @@ def iter_line_blocks(stream: PeekableStream, hasher: hashlib._Hash | None = None
             carry = data
             continue
         consumed += hole + cut + 1 + carry_dropped
-        lines, cut_lines = cut_long_lines(data[:cut], max_line, carry_dropped)
+        lines = data[:cut]
+        if b"\n\x00" in lines:  # holes inside the block
+            text = LINE_START_NULS.sub(b"\n", lines)
+            hole, lines = hole + len(lines) - len(text), text
+        lines, cut_lines = cut_long_lines(lines, max_line, carry_dropped)
         block = LineBlock(lines, consumed, False, cut_lines, hole)
-        carry, carry_dropped, hole = data[cut + 1:], 0, 0
+        carry, carry_dropped = data[cut + 1:].lstrip(b"\x00"), 0  # the next line begins there
+        hole = len(data) - cut - 1 - len(carry)
         yield block
 
 
@@ -485,6 +486,7 @@ def without_hole(head: bytes) -> bytes:
 
 HOLE_SCAN_BYTES = 1 << 20
 NUL_RUN = re.compile(rb"\x00{16,}")
+LINE_START_NULS = re.compile(rb"\n\x00+")
 
 
 def head_past_hole(inp: Input, head: bytes, start: int = 0) -> bytes:
